@@ -1,0 +1,8 @@
+/* PLACEHOLDER during bring-up: replaced by the real subcommand before landing. */
+#include <stdio.h>
+#include "cli/cli.h"
+int cmd_kernels(int argc, char **argv) {
+    (void)argc; (void)argv;
+    fprintf(stderr, "dotlm kernels: not available in this build\n");
+    return 2;
+}

@@ -1,0 +1,8 @@
+/* PLACEHOLDER during bring-up: replaced by the real subcommand before landing. */
+#include <stdio.h>
+#include "cli/cli.h"
+int cmd_template(int argc, char **argv) {
+    (void)argc; (void)argv;
+    fprintf(stderr, "dotlm template: not available in this build\n");
+    return 2;
+}
