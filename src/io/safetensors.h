@@ -15,7 +15,8 @@ typedef struct {
     dl_dtype dtype;
     int ndim;
     int64_t shape[ST_MAX_DIMS];
-    const void *data;  /* mapped bytes, nbytes long */
+    const void *data;  /* mapped bytes, nbytes long; NOT necessarily aligned
+                          to the element size (offsets are the file's) */
     size_t nbytes;
     int file;          /* index of the shard it lives in */
 } st_tensor;
@@ -30,7 +31,8 @@ st_set *st_open_file(const char *path);
  * it names), else model.safetensors, else every *.safetensors in the dir. */
 st_set *st_open_dir(const char *dir);
 /* Parse a header held in memory (buf = whole file image of `len` bytes);
- * used by the fuzzer and tests. `label` names the source in errors. */
+ * used by the fuzzer and tests. `label` names the source in errors. Tensor
+ * data points into `buf`, which must outlive the set. */
 st_set *st_open_mem(const void *buf, size_t len, const char *label);
 void st_close(st_set *s);
 
@@ -40,5 +42,7 @@ const st_tensor *st_at(const st_set *s, size_t i);
 const st_tensor *st_find(const st_set *s, const char *name);
 /* Sum of all tensor bytes. */
 size_t st_total_bytes(const st_set *s);
-/* File name of shard i (for messages). */
+/* File name (path as opened) of shard i, for messages; "?" out of range. */
 const char *st_file_name(const st_set *s, int i);
+/* Number of files (shards) in the set. */
+int st_file_count(const st_set *s);
