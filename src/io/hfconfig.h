@@ -2,6 +2,7 @@
  * families dotlm runs. Every variant listed in FORMATS.md is normalised here
  * so the model code sees one shape of config. */
 #pragma once
+#include <stddef.h>
 #include <stdint.h>
 
 #define CFG_MAX_LAYERS 512
@@ -29,6 +30,7 @@ typedef struct {
     int act_dynamic;          /* activation_scheme dynamic (1) / static (0) */
     char act_strategy[16];    /* "token", "group", "tensor" ... */
     char w_strategy[16];      /* "channel", "tensor", "block" */
+    int act_present;          /* activations are quantized too (0: weight-only) */
     int n_ignore;
     char **ignore;            /* modules_to_not_convert / ignore (owned) */
 } cfg_quant;
@@ -57,10 +59,16 @@ typedef struct {
     int rope_orig_max_pos;
     /* hybrid (qwen3_5 / qwen3_next) */
     cfg_layer_type layer_types[CFG_MAX_LAYERS];
-    int full_attn_interval;
+    int full_attn_interval; /* as given / defaulted (0 when layer_types is explicit) */
     int lin_n_key_heads, lin_n_value_heads, lin_key_dim, lin_value_dim, lin_conv_kernel;
     int attn_output_gate;  /* full attention layers gate their output */
     int text_prefix;       /* tensors prefixed "model.language_model." */
+    /* sparse MoE MLP (qwen3_next); n_experts == 0 means every MLP is dense */
+    int n_experts, n_experts_per_tok;
+    int moe_intermediate;            /* moe_intermediate_size (per expert) */
+    int shared_expert_intermediate;  /* shared_expert_intermediate_size */
+    int norm_topk_prob;
+    unsigned char layer_moe[CFG_MAX_LAYERS]; /* 1: layer i uses the MoE block */
     /* special ids */
     int bos_id;            /* -1 if none */
     int n_eos;
@@ -86,4 +94,6 @@ int cfg_parse(const char *json, size_t len, const char *label, hf_config *out);
 void cfg_free(hf_config *c);
 /* generation_config.json; a missing file is not an error (present = 0). */
 int gencfg_load(const char *path, hf_genconfig *out);
+/* Same from a string (tests); sets present = 1 on success. */
+int gencfg_parse(const char *json, size_t len, const char *label, hf_genconfig *out);
 const char *cfg_arch_name(cfg_arch a);
