@@ -1,0 +1,215 @@
+/* CPU matmul: y[M, n] = x[M, k] W^T (+ bias) for F32 / F16 / BF16 weights;
+ * FP8 / INT8 weights go to qmm_matmul() in src/quant.
+ *
+ * Fast path (AVX2/FMA/F16C): work is split over output rows of W (columns
+ * of y) in chunks handed to the thread pool. Inside a chunk:
+ *   M < 4  (decode, GEMV): groups of 4 weight rows, each streamed from memory
+ *          once and multiplied with every row of x (1x4 micro-kernel);
+ *   M >= 4 (prefill): 4 rows of x x 2 weight rows (4x2 micro-kernel) over the
+ *          chunk, so each converted weight vector is reused 4 times and the
+ *          chunk stays in L2 across the M loop.
+ * Determinism / batch invariance: every micro-kernel computes an output
+ * element the same way — one 8-lane fp32 FMA accumulator over k in steps of
+ * 8 (the k tail zero-padded to a full step), a fixed-order horizontal sum,
+ * then + bias — so y[m, n] is bitwise independent of M, the tile shape, the
+ * chunking and the thread count. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/cpu_internal.h"
+#include "backend/cpu/cpu_quant_hook.h"
+#include "backend/cpu/cpu_simd.h"
+#include "core/err.h"
+#include "core/kreg.h"
+#include "core/log.h"
+
+#if !CPU_HAVE_QMATMUL
+/* Fallback while src/quant provides no quantized matmul: a strong
+ * definition elsewhere replaces it at link time. */
+__attribute__((weak)) int qmm_matmul(float *y, const float *x, const dl_weight *w, int M,
+                                     tpool *tp) {
+    (void)y, (void)x, (void)M, (void)tp;
+    return dl_err("weight format %s not supported by the CPU backend", dt_name(w->dtype));
+}
+#endif
+
+static kreg_kernel K_f32 = KREG_KERNEL("cpu.matmul.f32.avx2", "AVX2 f32-weight GEMV/GEMM");
+static kreg_kernel K_f16 = KREG_KERNEL("cpu.matmul.f16.avx2", "AVX2/F16C f16-weight GEMV/GEMM");
+static kreg_kernel K_bf16 = KREG_KERNEL("cpu.matmul.bf16.avx2", "AVX2 bf16-weight GEMV/GEMM");
+static kreg_kernel K_f32_ref = KREG_KERNEL("cpu.matmul.f32.ref", "scalar f32-weight matmul");
+static kreg_kernel K_f16_ref = KREG_KERNEL("cpu.matmul.f16.ref", "scalar f16-weight matmul");
+static kreg_kernel K_bf16_ref = KREG_KERNEL("cpu.matmul.bf16.ref", "scalar bf16-weight matmul");
+
+typedef struct {
+    float *y;
+    const float *x;
+    const dl_weight *w;
+    int M;
+} mm_ctx;
+
+/* Reference: double accumulation in k order, one output column per item. */
+static void mm_ref(void *ctx, size_t n0, size_t n1) {
+    const mm_ctx *c = ctx;
+    const dl_weight *w = c->w;
+    int64_t K = w->k, N = w->n;
+    for (size_t n = n0; n < n1; n++) {
+        double b = w->bias ? cpu_loadf(w->bias_dtype, w->bias, (int64_t)n) : 0.0;
+        for (int m = 0; m < c->M; m++) {
+            const float *x = c->x + (size_t)m * (size_t)K;
+            double acc = 0;
+            for (int64_t k = 0; k < K; k++)
+                acc += (double)x[k] * cpu_loadf(w->dtype, w->data, (int64_t)n * w->ld + k);
+            c->y[(size_t)m * (size_t)N + n] = (float)(acc + b);
+        }
+    }
+}
+
+#if CPU_X86
+/* Weight loaders: 8 consecutive elements, and a zero-padded tail of r < 8. */
+CPU_AVX2_INLINE __m256 wl_f32(const void *p, size_t i) { return _mm256_loadu_ps((const float *)p + i); }
+CPU_AVX2_INLINE __m256 wl_f16(const void *p, size_t i) { return cpu_ld_f16((const uint16_t *)p + i); }
+CPU_AVX2_INLINE __m256 wl_bf16(const void *p, size_t i) { return cpu_ld_bf16((const uint16_t *)p + i); }
+CPU_AVX2_INLINE __m256 wt_f32(const void *p, size_t i, int r) {
+    return _mm256_maskload_ps((const float *)p + i, cpu_mask(r));
+}
+CPU_AVX2_INLINE __m256 wt_f16(const void *p, size_t i, int r) {
+    uint16_t t[8] = {0};
+    memcpy(t, (const uint16_t *)p + i, (size_t)r * 2);
+    return cpu_ld_f16(t);
+}
+CPU_AVX2_INLINE __m256 wt_bf16(const void *p, size_t i, int r) {
+    uint16_t t[8] = {0};
+    memcpy(t, (const uint16_t *)p + i, (size_t)r * 2);
+    return cpu_ld_bf16(t);
+}
+
+/* MR x NR micro-kernel: y[m, n] for m < MR (x rows x + m*K), n < NR (weight
+ * rows w + n*ldw elements of size es). MR, NR are compile-time constants at
+ * every call site, so the accumulator array lives in registers. */
+#define MM_KERNEL(SUF, WL, WT)                                                                   \
+    CPU_AVX2_INLINE void mk_##SUF(float *y, size_t ldy, const float *x, size_t K, const char *w,  \
+                                  size_t ldwb, const float *bias, const int MR, const int NR) {  \
+        __m256 acc[4][4];                                                                        \
+        _Pragma("GCC unroll 4") for (int m = 0; m < MR; m++)                                     \
+            _Pragma("GCC unroll 4") for (int n = 0; n < NR; n++) acc[m][n] = _mm256_setzero_ps(); \
+        size_t k = 0;                                                                            \
+        for (; k + 8 <= K; k += 8) {                                                             \
+            __m256 wv[4];                                                                        \
+            _Pragma("GCC unroll 4") for (int n = 0; n < NR; n++) wv[n] = WL(w + n * ldwb, k);    \
+            _Pragma("GCC unroll 4") for (int m = 0; m < MR; m++) {                               \
+                __m256 xv = _mm256_loadu_ps(x + m * K + k);                                      \
+                _Pragma("GCC unroll 4") for (int n = 0; n < NR; n++)                             \
+                    acc[m][n] = _mm256_fmadd_ps(xv, wv[n], acc[m][n]);                           \
+            }                                                                                    \
+        }                                                                                        \
+        if (k < K) {                                                                             \
+            int r = (int)(K - k);                                                                \
+            __m256 wv[4];                                                                        \
+            _Pragma("GCC unroll 4") for (int n = 0; n < NR; n++) wv[n] = WT(w + n * ldwb, k, r); \
+            _Pragma("GCC unroll 4") for (int m = 0; m < MR; m++) {                               \
+                __m256 xv = _mm256_maskload_ps(x + m * K + k, cpu_mask(r));                      \
+                _Pragma("GCC unroll 4") for (int n = 0; n < NR; n++)                             \
+                    acc[m][n] = _mm256_fmadd_ps(xv, wv[n], acc[m][n]);                           \
+            }                                                                                    \
+        }                                                                                        \
+        _Pragma("GCC unroll 4") for (int m = 0; m < MR; m++)                                     \
+            _Pragma("GCC unroll 4") for (int n = 0; n < NR; n++)                                 \
+                y[m * ldy + n] = cpu_hsum(acc[m][n]) + bias[n];                                   \
+    }                                                                                            \
+    /* Chunk [n0, n1) of output columns for all M rows. */                                       \
+    CPU_AVX2 static void mm_##SUF(void *ctx, size_t n0, size_t n1) {                             \
+        const mm_ctx *c = ctx;                                                                   \
+        const dl_weight *w = c->w;                                                               \
+        size_t K = (size_t)w->k, N = (size_t)w->n, M = (size_t)c->M;                            \
+        size_t es = dt_size(w->dtype), ldwb = (size_t)w->ld * es;                                \
+        const char *wd = w->data;                                                                \
+        float bias[64];                                                                          \
+        for (size_t nb = n0; nb < n1; nb += 64) {                                                \
+            size_t ne = nb + 64 < n1 ? nb + 64 : n1;                                             \
+            for (size_t n = nb; n < ne; n++)                                                     \
+                bias[n - nb] = w->bias ? cpu_loadf(w->bias_dtype, w->bias, (int64_t)n) : 0.0f;   \
+            if (M < 4) {                                                                         \
+                size_t n = nb;                                                                   \
+                for (; n + 4 <= ne; n += 4)                                                      \
+                    for (size_t m = 0; m < M; m++)                                               \
+                        mk_##SUF(c->y + m * N + n, N, c->x + m * K, K, wd + n * ldwb, ldwb,     \
+                                 bias + (n - nb), 1, 4);                                         \
+                for (; n < ne; n++)                                                              \
+                    for (size_t m = 0; m < M; m++)                                               \
+                        mk_##SUF(c->y + m * N + n, N, c->x + m * K, K, wd + n * ldwb, ldwb,     \
+                                 bias + (n - nb), 1, 1);                                         \
+                continue;                                                                        \
+            }                                                                                    \
+            size_t m = 0;                                                                        \
+            for (; m + 4 <= M; m += 4) {                                                         \
+                size_t n = nb;                                                                   \
+                for (; n + 2 <= ne; n += 2)                                                      \
+                    mk_##SUF(c->y + m * N + n, N, c->x + m * K, K, wd + n * ldwb, ldwb,         \
+                             bias + (n - nb), 4, 2);                                             \
+                for (; n < ne; n++)                                                              \
+                    mk_##SUF(c->y + m * N + n, N, c->x + m * K, K, wd + n * ldwb, ldwb,         \
+                             bias + (n - nb), 4, 1);                                             \
+            }                                                                                    \
+            for (; m < M; m++) {                                                                 \
+                size_t n = nb;                                                                   \
+                for (; n + 4 <= ne; n += 4)                                                      \
+                    mk_##SUF(c->y + m * N + n, N, c->x + m * K, K, wd + n * ldwb, ldwb,         \
+                             bias + (n - nb), 1, 4);                                             \
+                for (; n < ne; n++)                                                              \
+                    mk_##SUF(c->y + m * N + n, N, c->x + m * K, K, wd + n * ldwb, ldwb,         \
+                             bias + (n - nb), 1, 1);                                             \
+            }                                                                                    \
+        }                                                                                        \
+    }
+
+MM_KERNEL(f32, wl_f32, wt_f32)
+MM_KERNEL(f16, wl_f16, wt_f16)
+MM_KERNEL(bf16, wl_bf16, wt_bf16)
+#endif
+
+/* Fill y with NaN so a failed matmul cannot pass silently (ops return void). */
+static void mm_fail(float *y, const dl_weight *w, int M) {
+    dl_log(LOG_WARN, "matmul %s: %s", w->name ? w->name : "?", dl_errmsg());
+    size_t n = (size_t)M * (size_t)w->n;
+    for (size_t i = 0; i < n; i++) y[i] = NAN;
+}
+
+void cpu_matmul(cpu_state *st, float *y, const float *x, const dl_weight *w, int M) {
+    kreg_kernel *fast, *ref;
+    tp_fn ffn = NULL;
+    switch (w->dtype) {
+    case DT_F32: fast = &K_f32, ref = &K_f32_ref;
+#if CPU_X86
+        ffn = mm_f32;
+#endif
+        break;
+    case DT_F16: fast = &K_f16, ref = &K_f16_ref;
+#if CPU_X86
+        ffn = mm_f16;
+#endif
+        break;
+    case DT_BF16: fast = &K_bf16, ref = &K_bf16_ref;
+#if CPU_X86
+        ffn = mm_bf16;
+#endif
+        break;
+    case DT_F8E4M3: case DT_F8E5M2: case DT_I8:
+        if (qmm_matmul(y, x, w, M, st->tp)) mm_fail(y, w, M);
+        return;
+    default:
+        dl_err("weight format %s not supported by the CPU backend", dt_name(w->dtype));
+        mm_fail(y, w, M);
+        return;
+    }
+    if (M <= 0 || w->n <= 0) return;
+    mm_ctx c = {y, x, w, M};
+    if (st->avx2 && ffn && kreg_use(fast)) {
+        /* Chunks of output columns; multiples of 4 keep the micro-kernels full. */
+        size_t grain = M < 4 ? 16 : 32;
+        tp_run(st->tp, (size_t)w->n, grain, ffn, &c);
+    } else {
+        kreg_hit(ref);
+        tp_run(st->tp, (size_t)w->n, 4, mm_ref, &c);
+    }
+}
