@@ -1,5 +1,6 @@
 #include "core/kreg.h"
 
+#include <fnmatch.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,9 +10,13 @@ static kreg_kernel *g_head;
 static char *g_disabled; /* comma-joined patterns */
 static int g_env_read;
 
+/* Shell-style match of one pattern (not NUL-terminated) against a name. */
 static int pat_match(const char *pat, size_t plen, const char *name) {
-    if (plen && pat[plen - 1] == '*') return strncmp(pat, name, plen - 1) == 0;
-    return strlen(name) == plen && strncmp(pat, name, plen) == 0;
+    char buf[256];
+    if (plen >= sizeof buf) return 0;
+    memcpy(buf, pat, plen);
+    buf[plen] = 0;
+    return fnmatch(buf, name, 0) == 0;
 }
 
 static int is_disabled_locked(const char *name) {

@@ -5,8 +5,8 @@
  *   if (kreg_use(&K)) { ...fast path...; }      // counts one dispatch when enabled
  *   else { ...reference...; }
  *
- * A kernel is disabled by DOTLM_DISABLE=name1,name2 (a trailing '*' matches a
- * prefix, e.g. "cpu.*") or kreg_disable(). Reference kernels register too
+ * A kernel is disabled by DOTLM_DISABLE=name1,name2 (shell patterns: "cpu.*",
+ * "*.avx2") or kreg_disable(). Reference kernels register too
  * (named "*.ref"), so counters show what actually ran. Counters are atomic
  * and counted once per dispatch (one call of the op), not per thread. */
 #pragma once
@@ -30,7 +30,7 @@ int kreg_use(kreg_kernel *k);
 void kreg_hit(kreg_kernel *k);
 /* 1 if enabled (does not count). */
 int kreg_enabled(kreg_kernel *k);
-/* Add names (comma-separated, '*' suffix = prefix) to the disabled set.
+/* Add names (comma-separated shell patterns) to the disabled set.
  * Applies to kernels already registered and to later ones. */
 void kreg_disable(const char *list);
 /* Re-enable everything, forget DOTLM_DISABLE (tests). */
