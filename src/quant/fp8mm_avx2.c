@@ -1,0 +1,182 @@
+/* fp32-accumulating quantized matmul, AVX2 + FMA + F16C.
+ *
+ * Weights are widened one K segment at a time for a panel of up to NB
+ * output rows into a per-call fp32 buffer (exact: e5m2 is the top byte of an
+ * fp16, e4m3 becomes an fp16 scaled by 2^-8 and is rescaled by 256, NaN
+ * codes are kept NaN; tested against the 256-entry tables for every code),
+ * then reused by every activation row. Each (m, n) pair owns one 8-lane
+ * accumulator fed in k order and reduced by a fixed tree at the segment end,
+ * so a row's result is the same whatever M, the m-tiling or the thread
+ * split. */
+#include <immintrin.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quant/qmatmul.h"
+
+#define AVX2_FN __attribute__((target("avx2,fma,f16c")))
+#define NB 64 /* output rows per panel */
+#define NR 4  /* output rows per micro-kernel */
+
+AVX2_FN void fp8mm_widen16_avx2(dl_dtype dt, const uint8_t *src, float *dst) {
+    __m128i c = _mm_loadu_si128((const __m128i *)src);
+    if (dt == DT_I8) {
+        _mm256_storeu_ps(dst, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(c)));
+        _mm256_storeu_ps(dst + 8, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(c, 8))));
+        return;
+    }
+    __m256i v = _mm256_cvtepu8_epi16(c), h;
+    if (dt == DT_F8E5M2) {
+        h = _mm256_slli_epi16(v, 8);
+    } else {
+        __m256i mag = _mm256_and_si256(v, _mm256_set1_epi16(0x7f));
+        __m256i sgn = _mm256_slli_epi16(_mm256_and_si256(v, _mm256_set1_epi16(0x80)), 8);
+        __m256i nan = _mm256_cmpeq_epi16(mag, _mm256_set1_epi16(0x7f));
+        h = _mm256_or_si256(_mm256_or_si256(sgn, _mm256_slli_epi16(mag, 7)),
+                            _mm256_and_si256(nan, _mm256_set1_epi16(0x7e00)));
+    }
+    __m256 f0 = _mm256_cvtph_ps(_mm256_castsi256_si128(h));
+    __m256 f1 = _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1));
+    if (dt == DT_F8E4M3) {
+        const __m256 k256 = _mm256_set1_ps(256.0f);
+        f0 = _mm256_mul_ps(f0, k256);
+        f1 = _mm256_mul_ps(f1, k256);
+    }
+    _mm256_storeu_ps(dst, f0);
+    _mm256_storeu_ps(dst + 8, f1);
+}
+
+/* Widen codes [0, len) of one row into dst, zero-filled up to a multiple of 16. */
+AVX2_FN static void widen_row(dl_dtype dt, const uint8_t *src, int64_t len, float *dst) {
+    int64_t i = 0;
+    for (; i + 16 <= len; i += 16) fp8mm_widen16_avx2(dt, src + i, dst + i);
+    if (i < len) {
+        uint8_t t[16] = {0};
+        memcpy(t, src + i, (size_t)(len - i));
+        fp8mm_widen16_avx2(dt, t, dst + i);
+    }
+}
+
+AVX2_FN static inline float hsum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+}
+
+AVX2_FN static inline __m256i tail_mask(int64_t rem) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)rem), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* p[i][r] = dot(x_i[0, len), wb row r) for 2 activation rows and NR weight rows. */
+AVX2_FN static void mk2x4(const float *x0, const float *x1, const float *wb, int64_t ws,
+                          int64_t len, float p[2][NR]) {
+    __m256 a00 = _mm256_setzero_ps(), a01 = a00, a02 = a00, a03 = a00;
+    __m256 a10 = a00, a11 = a00, a12 = a00, a13 = a00;
+    const float *w0 = wb, *w1 = wb + ws, *w2 = wb + 2 * ws, *w3 = wb + 3 * ws;
+    int64_t k = 0;
+    for (; k + 8 <= len; k += 8) {
+        __m256 u = _mm256_loadu_ps(x0 + k), v = _mm256_loadu_ps(x1 + k);
+        __m256 b0 = _mm256_load_ps(w0 + k), b1 = _mm256_load_ps(w1 + k);
+        __m256 b2 = _mm256_load_ps(w2 + k), b3 = _mm256_load_ps(w3 + k);
+        a00 = _mm256_fmadd_ps(u, b0, a00), a01 = _mm256_fmadd_ps(u, b1, a01);
+        a02 = _mm256_fmadd_ps(u, b2, a02), a03 = _mm256_fmadd_ps(u, b3, a03);
+        a10 = _mm256_fmadd_ps(v, b0, a10), a11 = _mm256_fmadd_ps(v, b1, a11);
+        a12 = _mm256_fmadd_ps(v, b2, a12), a13 = _mm256_fmadd_ps(v, b3, a13);
+    }
+    if (k < len) {
+        __m256i msk = tail_mask(len - k);
+        __m256 u = _mm256_maskload_ps(x0 + k, msk), v = _mm256_maskload_ps(x1 + k, msk);
+        __m256 b0 = _mm256_load_ps(w0 + k), b1 = _mm256_load_ps(w1 + k);
+        __m256 b2 = _mm256_load_ps(w2 + k), b3 = _mm256_load_ps(w3 + k);
+        a00 = _mm256_fmadd_ps(u, b0, a00), a01 = _mm256_fmadd_ps(u, b1, a01);
+        a02 = _mm256_fmadd_ps(u, b2, a02), a03 = _mm256_fmadd_ps(u, b3, a03);
+        a10 = _mm256_fmadd_ps(v, b0, a10), a11 = _mm256_fmadd_ps(v, b1, a11);
+        a12 = _mm256_fmadd_ps(v, b2, a12), a13 = _mm256_fmadd_ps(v, b3, a13);
+    }
+    p[0][0] = hsum8(a00), p[0][1] = hsum8(a01), p[0][2] = hsum8(a02), p[0][3] = hsum8(a03);
+    p[1][0] = hsum8(a10), p[1][1] = hsum8(a11), p[1][2] = hsum8(a12), p[1][3] = hsum8(a13);
+}
+
+/* Single activation row: the same per-accumulator operation sequence as mk2x4. */
+AVX2_FN static void mk1x4(const float *x0, const float *wb, int64_t ws, int64_t len,
+                          float p[NR]) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    const float *w0 = wb, *w1 = wb + ws, *w2 = wb + 2 * ws, *w3 = wb + 3 * ws;
+    int64_t k = 0;
+    for (; k + 8 <= len; k += 8) {
+        __m256 u = _mm256_loadu_ps(x0 + k);
+        a0 = _mm256_fmadd_ps(u, _mm256_load_ps(w0 + k), a0);
+        a1 = _mm256_fmadd_ps(u, _mm256_load_ps(w1 + k), a1);
+        a2 = _mm256_fmadd_ps(u, _mm256_load_ps(w2 + k), a2);
+        a3 = _mm256_fmadd_ps(u, _mm256_load_ps(w3 + k), a3);
+    }
+    if (k < len) {
+        __m256 u = _mm256_maskload_ps(x0 + k, tail_mask(len - k));
+        a0 = _mm256_fmadd_ps(u, _mm256_load_ps(w0 + k), a0);
+        a1 = _mm256_fmadd_ps(u, _mm256_load_ps(w1 + k), a1);
+        a2 = _mm256_fmadd_ps(u, _mm256_load_ps(w2 + k), a2);
+        a3 = _mm256_fmadd_ps(u, _mm256_load_ps(w3 + k), a3);
+    }
+    p[0] = hsum8(a0), p[1] = hsum8(a1), p[2] = hsum8(a2), p[3] = hsum8(a3);
+}
+
+AVX2_FN int fp8mm_rows_avx2(const qmm_f32job *j, int64_t n0, int64_t n1) {
+    const dl_weight *w = j->w;
+    const int64_t K = w->k, seg = j->seg, nseg = (K + seg - 1) / seg;
+    const int64_t ws = (seg + 15) / 16 * 16; /* wbuf row stride (floats) */
+    const int block = w->scale_kind == WS_BLOCK, M = j->M;
+    float *wbuf = aligned_alloc(32, (size_t)(NB * ws) * sizeof(float));
+    float *acc = malloc((size_t)M * NB * sizeof(float));
+    if (!wbuf || !acc) {
+        free(wbuf), free(acc);
+        return -1;
+    }
+    for (int64_t nb0 = n0; nb0 < n1; nb0 += NB) {
+        int64_t nb = n1 - nb0 < NB ? n1 - nb0 : NB, nbp = (nb + NR - 1) / NR * NR;
+        memset(acc, 0, (size_t)M * NB * sizeof(float));
+        memset(wbuf + nb * ws, 0, (size_t)((nbp - nb) * ws) * sizeof(float));
+        for (int64_t g = 0; g < nseg; g++) {
+            int64_t k0 = g * seg, len = K - k0 < seg ? K - k0 : seg;
+            float sb[NB];
+            for (int64_t r = 0; r < nb; r++) {
+                widen_row(w->dtype, (const uint8_t *)w->data + (nb0 + r) * w->ld + k0, len,
+                          wbuf + r * ws);
+                if (block) sb[r] = w_scale_at(w, nb0 + r, k0);
+            }
+            for (int m = 0; m < M; m += 2) {
+                const float *x0 = j->x + (int64_t)m * K + k0;
+                int two = m + 1 < M;
+                for (int64_t r0 = 0; r0 < nb; r0 += NR) {
+                    float p[2][NR];
+                    if (two) mk2x4(x0, x0 + K, wbuf + r0 * ws, ws, len, p);
+                    else mk1x4(x0, wbuf + r0 * ws, ws, len, p[0]);
+                    for (int i = 0; i <= two; i++) {
+                        float *ar = acc + (int64_t)(m + i) * NB;
+                        for (int64_t r = r0; r < r0 + NR && r < nb; r++) {
+                            float t = p[i][r - r0];
+                            if (j->xs_mode == 2) t = t * j->xs[(int64_t)(m + i) * nseg + g];
+                            if (block) t = t * sb[r];
+                            ar[r] += t;
+                        }
+                    }
+                }
+            }
+        }
+        for (int64_t r = 0; r < nb; r++) {
+            int64_t n = nb0 + r;
+            float s_end = block ? 1.0f : w_scale_at(w, n, 0);
+            float b = w->bias ? w_bias_at(w, n) : 0.0f;
+            for (int m = 0; m < M; m++) {
+                float v = acc[(int64_t)m * NB + r];
+                if (j->xs_mode == 1) v = v * j->xs[m];
+                if (!block) v = v * s_end;
+                if (w->bias) v += b;
+                j->y[(int64_t)m * w->n + n] = v;
+            }
+        }
+    }
+    free(wbuf);
+    free(acc);
+    return 0;
+}

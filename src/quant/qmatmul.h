@@ -1,0 +1,98 @@
+/* Quantized matmul on the CPU: y[M, n] = x[M, k] * dequant(W)^T (+ bias)
+ * for W stored as DT_F8E4M3 / DT_F8E5M2 / DT_I8, with any scale layout
+ * (tensor / channel / block with any bn, bk including partial edge blocks),
+ * row stride w->ld, and the activation policy w->actq.
+ *
+ * Kernels (kreg names; each fast path has a scalar reference twin):
+ *   cpu.qmm.int8.avxvnni / cpu.qmm.int8.avx2 / cpu.qmm.int8.ref   W8A8 int32 dot
+ *   cpu.qmm.fp8.avx2 / cpu.qmm.fp8.ref       fp8 weights, fp32 FMA accumulation
+ *   cpu.qmm.i8wo.avx2 / cpu.qmm.i8wo.ref     int8 weights with fp32 activations
+ *   cpu.actq.int8.avx2 / cpu.actq.int8.ref   per-token int8 activation quantizer
+ *   cpu.actq.fp8.avx2 / cpu.actq.fp8.ref     fp8 e4m3 activation quantizer
+ * Each is counted once per qmm_matmul call. Results of a row of x never
+ * depend on M or on the thread count (see docs/quant_cpu.md). */
+#pragma once
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/tpool.h"
+#include "quant/weight.h"
+
+/* y: [M, w->n] row-major; x: [M, w->k] row-major. tp may be NULL (single
+ * thread). Returns 0, or -1 with dl_err for an unsupported combination
+ * (dtype/policy/scale layout) or out of memory. */
+int qmm_matmul(float *y, const float *x, const dl_weight *w, int M, tpool *tp);
+
+/* Same as qmm_matmul but forcing the reference (scalar) kernels, without
+ * touching the switches (for tests and the sweep). */
+int qmm_matmul_ref(float *y, const float *x, const dl_weight *w, int M, tpool *tp);
+
+/* K-group width used by ACT_FP8_GROUP: w->bk for block-scaled weights,
+ * 128 otherwise. */
+int qmm_act_group(const dl_weight *w);
+
+/* Numeric sweep: every format x M x shapes against a float64 reference
+ * computed from the same quantized operands; prints a table to out.
+ * full = 0: reduced set (unit test). Returns 0 if every case is within its
+ * threshold, -1 otherwise (dl_err says which). */
+int qmm_sweep(FILE *out, int full);
+
+/* Quick bench: GEMV (M = 1) GB/s of weight bytes per format on a
+ * 4096x4096 shape next to the measured memory read bandwidth. */
+int qmm_bench(FILE *out, int nthreads);
+/* Memory read bandwidth (GB/s) streaming a 512 MiB buffer with tp's threads
+ * (tp NULL: one thread). Returns < 0 on allocation failure. */
+double qmm_mem_read_bw(tpool *tp);
+
+/* Quantize an fp32 matrix src[n, k] (row stride k) into dtype (DT_F8E4M3,
+ * DT_F8E5M2 or DT_I8) with the given scale layout, as the checkpoint
+ * producers do: scale = amax(group)/qmax, q = round(v/scale) (RNE, clamped;
+ * int8 symmetric to +-127). codes: [n, ld] bytes (ld >= k, padding zeroed),
+ * scales: F32 buffer sized as the layout needs (1, n, or
+ * ceil(n/bn)*ceil(k/bk)). Fills *w (data/scale point at the given buffers,
+ * scale_dtype F32, actq ACT_NATIVE, no bias). Returns 0 or -1 + dl_err. */
+int qmm_quantize_weight(dl_weight *w, const float *src, int64_t n, int64_t k, int64_t ld,
+                        dl_dtype dtype, dl_wscale kind, int bn, int bk, uint8_t *codes,
+                        float *scales);
+
+/* ------------------------------------------------------------------------
+ * Kernel layer (used by qmm_matmul, tests and the bench). */
+
+/* fp32-accumulating job: x is the fp32 operand (activations, or the widened
+ * fp8 activation code values of a declared policy). */
+typedef struct qmm_f32job {
+    const dl_weight *w; /* DT_F8E4M3, DT_F8E5M2 or DT_I8 */
+    const float *x;     /* [M, w->k] */
+    const float *xs;    /* activation scales per xs_mode, or NULL */
+    int xs_mode;        /* 0: none; 1: xs[m] applied at the end; 2: xs[m*nseg+g] per segment */
+    int64_t seg;        /* K segment length (block bk, activation group, or 512) */
+    int M;
+    float *y; /* [M, w->n] */
+} qmm_f32job;
+
+/* Output rows [n0, n1) for every m. Per (m, n): acc = sum over segments g of
+ * t_g, t_g = p_g [* xs[m,g]] [* s_block(n,g)], p_g = the segment's dot in
+ * fp32; y = acc [* xs[m]] [* s_channel/tensor] [+ bias]. Return 0, or -1 on
+ * out of memory (no message: called from worker threads). */
+int fp8mm_rows_ref(const qmm_f32job *j, int64_t n0, int64_t n1);
+int fp8mm_rows_avx2(const qmm_f32job *j, int64_t n0, int64_t n1);
+/* Widen 16 stored codes of dtype to exact fp32 (AVX2). */
+void fp8mm_widen16_avx2(dl_dtype dt, const uint8_t *src, float *dst);
+
+/* W8A8 job: xq [M, qld] int8 with zero padding, xs[M] per-token scales. */
+typedef struct qmm_i8job {
+    const dl_weight *w; /* DT_I8 */
+    const int8_t *xq;
+    int64_t qld;
+    const float *xs;
+    int M;
+    float *y;
+} qmm_i8job;
+
+/* Output rows [n0, n1): exact int32 dot per segment (segment = bk for
+ * block scales, else all of K); channel/tensor: y = ((float)acc * xs[m]) *
+ * s[n]; block: y = (sum_g (float)acc_g * s(n,g)) * xs[m]; then + bias. All
+ * three variants give bitwise identical results. */
+void int8mm_rows_ref(const qmm_i8job *j, int64_t n0, int64_t n1);
+void int8mm_rows_avx2(const qmm_i8job *j, int64_t n0, int64_t n1);
+void int8mm_rows_avxvnni(const qmm_i8job *j, int64_t n0, int64_t n1);

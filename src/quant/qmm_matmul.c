@@ -1,0 +1,173 @@
+/* qmm_matmul: validation, activation quantization and dispatch of the
+ * quantized matmul kernels (see qmatmul.h for names and docs/quant_cpu.md
+ * for the design). Work is split over panels of output rows; every output
+ * element is computed by one thread from its own inputs, so results do not
+ * depend on the thread count. */
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "core/err.h"
+#include "core/kreg.h"
+#include "quant/actq.h"
+#include "quant/qmatmul.h"
+
+static kreg_kernel K_I8_VNNI = KREG_KERNEL("cpu.qmm.int8.avxvnni", "W8A8 int8 dot, AVX-VNNI vpdpbusd");
+static kreg_kernel K_I8_AVX2 = KREG_KERNEL("cpu.qmm.int8.avx2", "W8A8 int8 dot, AVX2 maddubs/madd");
+static kreg_kernel K_I8_REF = KREG_KERNEL("cpu.qmm.int8.ref", "W8A8 int8 dot, scalar");
+static kreg_kernel K_F8_AVX2 = KREG_KERNEL("cpu.qmm.fp8.avx2", "fp8 weights, fp32 FMA, AVX2/F16C widening");
+static kreg_kernel K_F8_REF = KREG_KERNEL("cpu.qmm.fp8.ref", "fp8 weights, table widening, scalar");
+static kreg_kernel K_WO_AVX2 = KREG_KERNEL("cpu.qmm.i8wo.avx2", "int8 weights x fp32 activations, AVX2");
+static kreg_kernel K_WO_REF = KREG_KERNEL("cpu.qmm.i8wo.ref", "int8 weights x fp32 activations, scalar");
+static kreg_kernel K_AQ8_AVX2 = KREG_KERNEL("cpu.actq.int8.avx2", "per-token int8 activation quantizer, AVX2");
+static kreg_kernel K_AQ8_REF = KREG_KERNEL("cpu.actq.int8.ref", "per-token int8 activation quantizer, scalar");
+static kreg_kernel K_AQF_AVX2 = KREG_KERNEL("cpu.actq.fp8.avx2", "fp8 e4m3 activation quantizer, AVX2");
+static kreg_kernel K_AQF_REF = KREG_KERNEL("cpu.actq.fp8.ref", "fp8 e4m3 activation quantizer, scalar");
+
+#define PANEL 64 /* output rows per task */
+#define NSEG_PLAIN 512 /* K segment for channel/tensor scales */
+
+static int have_avx2(void) {
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+           __builtin_cpu_supports("f16c");
+}
+static int have_vnni(void) { return have_avx2() && __builtin_cpu_supports("avxvnni"); }
+
+/* Pick fast (counting it) or reference (counting that); force_ref: the
+ * reference, counting nothing. Returns 1 for the fast path. */
+static int pick(kreg_kernel *fast, kreg_kernel *ref, int avail, int force_ref) {
+    if (force_ref) return 0;
+    if (avail && kreg_use(fast)) return 1;
+    kreg_hit(ref);
+    return 0;
+}
+
+int qmm_act_group(const dl_weight *w) { return w->scale_kind == WS_BLOCK ? w->bk : 128; }
+
+static int validate(const dl_weight *w) {
+    const char *nm = w->name ? w->name : "(weight)";
+    if (w->dtype != DT_F8E4M3 && w->dtype != DT_F8E5M2 && w->dtype != DT_I8)
+        return dl_err("qmm: %s: dtype %s is not a quantized dtype", nm, dt_name(w->dtype));
+    if (w->n <= 0 || w->k <= 0 || w->ld < w->k || !w->data)
+        return dl_err("qmm: %s: bad shape n=%lld k=%lld ld=%lld", nm, (long long)w->n,
+                      (long long)w->k, (long long)w->ld);
+    if (w->scale_kind != WS_NONE) {
+        if (!w->scale) return dl_err("qmm: %s: missing scales", nm);
+        if (w->scale_dtype != DT_F32 && w->scale_dtype != DT_BF16 && w->scale_dtype != DT_F16)
+            return dl_err("qmm: %s: unsupported scale dtype %s", nm, dt_name(w->scale_dtype));
+    }
+    if (w->scale_kind == WS_BLOCK && (w->bn <= 0 || w->bk <= 0))
+        return dl_err("qmm: %s: bad block size %dx%d", nm, w->bn, w->bk);
+    if (w->bias && w->bias_dtype != DT_F32 && w->bias_dtype != DT_BF16 && w->bias_dtype != DT_F16)
+        return dl_err("qmm: %s: unsupported bias dtype %s", nm, dt_name(w->bias_dtype));
+    int fp8 = w->dtype != DT_I8;
+    switch (w->actq) {
+    case ACT_NATIVE: break;
+    case ACT_INT8_TOKEN:
+        if (fp8) return dl_err("qmm: %s: int8 activations with %s weights are not supported", nm,
+                               dt_name(w->dtype));
+        if ((w->scale_kind == WS_BLOCK ? w->bk : w->k) > 131072)
+            return dl_err("qmm: %s: K segment too long for an exact int32 dot", nm);
+        break;
+    case ACT_FP8_GROUP:
+    case ACT_FP8_TOKEN:
+    case ACT_FP8_STATIC:
+        if (!fp8) return dl_err("qmm: %s: fp8 activations with int8 weights are not supported", nm);
+        if (w->actq == ACT_FP8_STATIC && !(w->act_scale > 0.0f))
+            return dl_err("qmm: %s: static fp8 activations need a positive input scale", nm);
+        break;
+    default: return dl_err("qmm: %s: unknown activation policy %d", nm, (int)w->actq);
+    }
+    return 0;
+}
+
+typedef struct {
+    const qmm_f32job *fj;
+    const qmm_i8job *ij;
+    int kind; /* 0 ref, 1 avx2, 2 vnni */
+    _Atomic int oom;
+} task_ctx;
+
+static void run_f32(void *p, size_t b, size_t e) {
+    task_ctx *c = p;
+    int64_t n1 = (int64_t)e * PANEL < c->fj->w->n ? (int64_t)e * PANEL : c->fj->w->n;
+    int rc = c->kind ? fp8mm_rows_avx2(c->fj, (int64_t)b * PANEL, n1)
+                     : fp8mm_rows_ref(c->fj, (int64_t)b * PANEL, n1);
+    if (rc) atomic_store(&c->oom, 1);
+}
+
+static void run_i8(void *p, size_t b, size_t e) {
+    task_ctx *c = p;
+    int64_t n0 = (int64_t)b * PANEL;
+    int64_t n1 = (int64_t)e * PANEL < c->ij->w->n ? (int64_t)e * PANEL : c->ij->w->n;
+    if (c->kind == 2) int8mm_rows_avxvnni(c->ij, n0, n1);
+    else if (c->kind == 1) int8mm_rows_avx2(c->ij, n0, n1);
+    else int8mm_rows_ref(c->ij, n0, n1);
+}
+
+static void run_tasks(tpool *tp, int64_t n, tp_fn fn, task_ctx *c) {
+    size_t ntask = (size_t)((n + PANEL - 1) / PANEL);
+    if (tp && ntask > 1) tp_run(tp, ntask, 1, fn, c);
+    else fn(c, 0, ntask);
+}
+
+static int qmm_run(float *y, const float *x, const dl_weight *w, int M, tpool *tp, int force_ref) {
+    if (validate(w)) return -1;
+    if (M <= 0) return 0;
+    const int64_t K = w->k;
+    const int avx2 = have_avx2();
+    task_ctx c = {0};
+    if (w->actq == ACT_INT8_TOKEN) {
+        int64_t qld = (K + 31) / 32 * 32;
+        int8_t *xq = malloc((size_t)M * (size_t)qld);
+        float *xs = malloc((size_t)M * sizeof(float));
+        if (!xq || !xs) {
+            free(xq), free(xs);
+            return dl_err("qmm: out of memory quantizing activations");
+        }
+        if (pick(&K_AQ8_AVX2, &K_AQ8_REF, avx2, force_ref)) actq_int8_token_avx2(xq, qld, xs, x, M, K);
+        else actq_int8_token_ref(xq, qld, xs, x, M, K);
+        qmm_i8job j = {.w = w, .xq = xq, .qld = qld, .xs = xs, .M = M, .y = y};
+        c.ij = &j;
+        if (!force_ref && have_vnni() && kreg_use(&K_I8_VNNI)) c.kind = 2;
+        else c.kind = pick(&K_I8_AVX2, &K_I8_REF, avx2, force_ref);
+        run_tasks(tp, w->n, run_i8, &c);
+        free(xq), free(xs);
+        return 0;
+    }
+    qmm_f32job j = {.w = w, .x = x, .M = M, .y = y};
+    j.seg = w->scale_kind == WS_BLOCK ? w->bk : NSEG_PLAIN;
+    float *xw = NULL, *xs = NULL;
+    if (w->actq != ACT_NATIVE) {
+        int64_t group = 0, nxs = M;
+        if (w->actq == ACT_FP8_GROUP) {
+            group = qmm_act_group(w);
+            j.seg = group;
+            nxs = (int64_t)M * ((K + group - 1) / group);
+        }
+        float st = w->actq == ACT_FP8_STATIC ? w->act_scale : 0.0f;
+        xw = malloc((size_t)M * (size_t)K * sizeof(float));
+        xs = malloc((size_t)nxs * sizeof(float));
+        if (!xw || !xs) {
+            free(xw), free(xs);
+            return dl_err("qmm: out of memory quantizing activations");
+        }
+        if (pick(&K_AQF_AVX2, &K_AQF_REF, avx2, force_ref)) actq_fp8_fast(xw, xs, x, M, K, group, st);
+        else actq_fp8_ref(xw, xs, x, M, K, group, st);
+        j.x = xw, j.xs = xs, j.xs_mode = group ? 2 : 1;
+    }
+    c.fj = &j;
+    if (w->dtype == DT_I8) c.kind = pick(&K_WO_AVX2, &K_WO_REF, avx2, force_ref);
+    else c.kind = pick(&K_F8_AVX2, &K_F8_REF, avx2, force_ref);
+    run_tasks(tp, w->n, run_f32, &c);
+    free(xw), free(xs);
+    if (atomic_load(&c.oom)) return dl_err("qmm: out of memory in the matmul kernel");
+    return 0;
+}
+
+int qmm_matmul(float *y, const float *x, const dl_weight *w, int M, tpool *tp) {
+    return qmm_run(y, x, w, M, tp, 0);
+}
+
+int qmm_matmul_ref(float *y, const float *x, const dl_weight *w, int M, tpool *tp) {
+    return qmm_run(y, x, w, M, tp, 1);
+}

@@ -1,0 +1,374 @@
+/* Quantized CPU matmul: fast kernels against their scalar reference twins
+ * for every format / scale layout / activation policy, odd shapes and padded
+ * rows; exact fp8 widening for all 256 codes; quantizer rounding; switches
+ * and counters; batch-row and thread-count invariance; refused combinations. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/dtype.h"
+#include "core/err.h"
+#include "core/kreg.h"
+#include "core/tpool.h"
+#include "quant/actq.h"
+#include "quant/fp8.h"
+#include "quant/qmatmul.h"
+#include "testutil.h"
+
+static uint64_t g_seed;
+
+static int same_f(float a, float b) {
+    if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
+    return memcmp(&a, &b, 4) == 0;
+}
+
+static void test_widen(void) {
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("f16c")) return;
+    uint8_t codes[256];
+    for (int i = 0; i < 256; i++) codes[i] = (uint8_t)i;
+    const dl_dtype dts[3] = {DT_F8E4M3, DT_F8E5M2, DT_I8};
+    for (int d = 0; d < 3; d++) {
+        int bad = 0;
+        float out[16];
+        for (int c0 = 0; c0 < 256; c0 += 16) {
+            fp8mm_widen16_avx2(dts[d], codes + c0, out);
+            for (int i = 0; i < 16; i++) {
+                int c = c0 + i;
+                float ref = d == 0 ? fp8_e4m3_f32[c] : d == 1 ? fp8_e5m2_f32[c] : (float)(int8_t)c;
+                if (!same_f(out[i], ref)) bad++;
+            }
+        }
+        CHECKF(bad == 0, "dtype %s: %d codes widen wrongly", dt_name(dts[d]), bad);
+    }
+}
+
+static void test_fp8_encode(void) {
+    /* saturation, NaN, ties to even (existing fp8.c encoder) */
+    CHECK(fp8_e4m3_from_f32(1000.0f) == 0x7e);
+    CHECK(fp8_e4m3_from_f32(-1e30f) == 0xfe);
+    CHECK(fp8_e4m3_from_f32(INFINITY) == 0x7e);
+    CHECK(fp8_e4m3_from_f32(NAN) == 0x7f);
+    CHECK(fp8_e5m2_from_f32(1e6f) == 0x7b);
+    CHECK(fp8_e4m3_to_f32(fp8_e4m3_from_f32(1.0625f)) == 1.0f);   /* tie -> even mantissa */
+    CHECK(fp8_e4m3_to_f32(fp8_e4m3_from_f32(1.1875f)) == 1.25f);  /* tie -> even mantissa */
+    CHECK(fp8_e4m3_to_f32(fp8_e4m3_from_f32(0.0029296875f)) == 0.00390625f); /* 1.5*2^-9: tie -> code 2 */
+    CHECK(fp8_e4m3_from_f32(-0.0f) == 0x80);
+    /* the bit-arithmetic encoder matches the table encoder everywhere */
+    int bad = 0;
+    uint64_t s = g_seed;
+    for (int i = 0; i < 200000; i++) {
+        float f;
+        if (i < 2000) f = ldexpf((float)(i % 1000) / 16.0f, -12 + i % 24) * (i & 1 ? -1.0f : 1.0f);
+        else {
+            uint32_t u = (uint32_t)tu_rand_u64(&s);
+            u = (u & 0x80ffffffu) | ((uint32_t)(100 + (u >> 24) % 45) << 23); /* 2^-27 .. 2^17 */
+            memcpy(&f, &u, 4);
+        }
+        if (actq_e4m3_encode(f) != fp8_e4m3_from_f32(f)) bad++;
+    }
+    const float spec[] = {0.0f, -0.0f, 448.0f, 449.0f, 464.0f, 480.0f, INFINITY, -INFINITY, NAN,
+                          0.015625f, 0.0146484375f, 1e-30f, 240.0f, 232.0f, 248.0f};
+    for (size_t i = 0; i < sizeof spec / sizeof *spec; i++)
+        if (actq_e4m3_encode(spec[i]) != fp8_e4m3_from_f32(spec[i])) bad++;
+    CHECKF(bad == 0, "%d inputs encode differently", bad);
+}
+
+static void test_actq(void) {
+    /* int8 ties: amax 127 gives scale exactly 1 */
+    enum { K = 77 };
+    float x[2 * K];
+    uint64_t s = g_seed ^ 1;
+    for (int i = 0; i < 2 * K; i++) x[i] = tu_randf(&s) * 3.0f;
+    const float ties[8] = {127.0f, 0.5f, 1.5f, 2.5f, -0.5f, -2.5f, 126.5f, -126.5f};
+    const int8_t want[8] = {127, 0, 2, 2, 0, -2, 126, -126};
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < 8; i++) x[r * K + i + 24 * r] = ties[i]; /* in vector and tail parts */
+    int8_t q1[2 * 96], q2[2 * 96];
+    float s1[2], s2[2];
+    actq_int8_token_ref(q1, 96, s1, x, 2, K);
+    CHECK(s1[0] == 1.0f && s1[1] == 1.0f);
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < 8; i++) CHECKF(q1[r * 96 + i + 24 * r] == want[i], "tie %d row %d", i, r);
+    if (__builtin_cpu_supports("avx2")) {
+        memset(q2, 0x55, sizeof q2);
+        actq_int8_token_avx2(q2, 96, s2, x, 2, K);
+        CHECK(memcmp(q1, q2, sizeof q1) == 0 && memcmp(s1, s2, sizeof s1) == 0);
+        /* random rows, many lengths */
+        for (int k = 1; k < 200; k += 7) {
+            int M = 3;
+            float *xr = malloc(sizeof(float) * M * k);
+            for (int i = 0; i < M * k; i++) xr[i] = tu_randf(&s) * (i % 5 ? 1.0f : 40.0f);
+            int64_t ld = (k + 31) / 32 * 32;
+            int8_t *a = malloc(M * ld), *b = malloc(M * ld);
+            float sa[3], sb[3];
+            actq_int8_token_ref(a, ld, sa, xr, M, k);
+            actq_int8_token_avx2(b, ld, sb, xr, M, k);
+            CHECKF(memcmp(a, b, M * ld) == 0 && memcmp(sa, sb, sizeof sa) == 0, "int8 actq k=%d", k);
+            /* fp8 activations: group / token / static */
+            float *wa = malloc(sizeof(float) * M * k), *wb = malloc(sizeof(float) * M * k);
+            float xa[64], xb[64];
+            const int64_t groups[3] = {0, 16, 128};
+            for (int gi = 0; gi < 4; gi++) {
+                int64_t g = gi < 3 ? groups[gi] : 0;
+                float st = gi == 3 ? 0.013f : 0.0f;
+                actq_fp8_ref(wa, xa, xr, M, k, g, st);
+                actq_fp8_fast(wb, xb, xr, M, k, g, st);
+                int nx = g ? M * (int)((k + g - 1) / g) : M;
+                CHECKF(memcmp(wa, wb, sizeof(float) * M * k) == 0 &&
+                           memcmp(xa, xb, sizeof(float) * nx) == 0,
+                       "fp8 actq k=%d group=%lld static=%g", k, (long long)g, st);
+            }
+            free(xr), free(a), free(b), free(wa), free(wb);
+        }
+    }
+}
+
+/* A quantized test weight with its buffers. */
+typedef struct {
+    dl_weight w;
+    uint8_t *codes;
+    float *scales;
+    uint16_t *scales16;
+    void *bias;
+} tw;
+
+static void tw_make(tw *t, int64_t n, int64_t k, int pad, dl_dtype dt, dl_wscale kind, int bn,
+                    int bk, int bf16_scales, int bias, uint64_t *s) {
+    float *src = malloc(sizeof(float) * n * k);
+    for (int64_t i = 0; i < n * k; i++) src[i] = tu_randf(s) * (1.0f + (float)(i % 7));
+    int64_t ld = k + pad;
+    t->codes = malloc((size_t)(n * ld));
+    size_t ns = kind == WS_BLOCK ? (size_t)(((n + bn - 1) / bn) * ((k + bk - 1) / bk)) : (size_t)n;
+    t->scales = malloc(sizeof(float) * ns);
+    t->scales16 = malloc(sizeof(uint16_t) * ns);
+    qmm_quantize_weight(&t->w, src, n, k, ld, dt, kind, bn, bk, t->codes, t->scales);
+    if (bf16_scales && kind != WS_NONE) {
+        for (size_t i = 0; i < ns; i++) t->scales16[i] = f32_to_bf16(t->scales[i]);
+        t->w.scale = t->scales16;
+        t->w.scale_dtype = DT_BF16;
+    }
+    t->bias = NULL;
+    if (bias) {
+        float *b = malloc(sizeof(float) * n);
+        for (int64_t i = 0; i < n; i++) b[i] = tu_randf(s);
+        t->bias = b;
+        t->w.bias = b;
+        t->w.bias_dtype = DT_F32;
+    }
+    t->w.name = "test.weight";
+    free(src);
+}
+
+static void tw_free(tw *t) { free(t->codes), free(t->scales), free(t->scales16), free(t->bias); }
+
+typedef struct {
+    dl_dtype dt;
+    dl_wscale kind;
+    int bn, bk, bf16;
+    dl_actq actq;
+} fmt;
+
+static const fmt FORMATS[] = {
+    {DT_I8, WS_CHANNEL, 0, 0, 0, ACT_INT8_TOKEN},
+    {DT_I8, WS_TENSOR, 0, 0, 1, ACT_INT8_TOKEN},
+    {DT_I8, WS_BLOCK, 16, 40, 0, ACT_INT8_TOKEN},
+    {DT_I8, WS_CHANNEL, 0, 0, 0, ACT_NATIVE},
+    {DT_F8E4M3, WS_BLOCK, 128, 128, 0, ACT_NATIVE},
+    {DT_F8E4M3, WS_BLOCK, 128, 128, 1, ACT_FP8_GROUP},
+    {DT_F8E4M3, WS_BLOCK, 7, 13, 0, ACT_NATIVE},
+    {DT_F8E4M3, WS_BLOCK, 7, 13, 0, ACT_FP8_GROUP},
+    {DT_F8E5M2, WS_BLOCK, 32, 64, 1, ACT_NATIVE},
+    {DT_F8E5M2, WS_BLOCK, 32, 64, 0, ACT_FP8_TOKEN},
+    {DT_F8E4M3, WS_CHANNEL, 0, 0, 0, ACT_NATIVE},
+    {DT_F8E4M3, WS_CHANNEL, 0, 0, 0, ACT_FP8_TOKEN},
+    {DT_F8E4M3, WS_CHANNEL, 0, 0, 0, ACT_FP8_GROUP},
+    {DT_F8E4M3, WS_TENSOR, 0, 0, 0, ACT_NATIVE},
+    {DT_F8E4M3, WS_TENSOR, 0, 0, 0, ACT_FP8_STATIC},
+    {DT_F8E5M2, WS_NONE, 0, 0, 0, ACT_NATIVE},
+};
+#define NFMT (int)(sizeof FORMATS / sizeof *FORMATS)
+
+/* float64 reference for ACT_NATIVE from the stored codes and scales */
+static double native_ref(const dl_weight *w, const float *x, int m, int64_t n) {
+    dl_weight c = *w;
+    c.scale_kind = WS_NONE;
+    double a = 0;
+    for (int64_t k = 0; k < w->k; k++)
+        a += (double)x[(int64_t)m * w->k + k] * (double)w_get(&c, n, k) *
+             (double)(w->scale_kind == WS_NONE ? 1.0f : w_scale_at(w, n, k));
+    return a + (double)w_bias_at(w, n);
+}
+
+static void test_matmul(tpool *tp) {
+    const int64_t shapes[][3] = {{1, 1, 0}, {5, 7, 3}, {67, 129, 0}, {130, 300, 17}, {33, 1000, 5}, {64, 256, 0}};
+    const int Ms[] = {1, 2, 3, 4, 7, 8, 16, 64};
+    uint64_t s = g_seed ^ 2;
+    for (int f = 0; f < NFMT; f++) {
+        const fmt *F = &FORMATS[f];
+        double worst = 0, worst_nat = 0;
+        int bitwise_bad = 0, fails = 0;
+        for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+            int64_t n = shapes[si][0], k = shapes[si][1];
+            tw t;
+            tw_make(&t, n, k, (int)shapes[si][2], F->dt, F->kind, F->bn, F->bk, F->bf16, si & 1, &s);
+            t.w.actq = F->actq;
+            t.w.act_scale = 0.02f;
+            for (size_t mi = 0; mi < sizeof Ms / sizeof *Ms; mi++) {
+                int M = Ms[mi];
+                float *x = malloc(sizeof(float) * M * k);
+                for (int64_t i = 0; i < M * k; i++) x[i] = tu_randf(&s) * (i % 11 ? 1.0f : 4.0f);
+                float *y = malloc(sizeof(float) * M * n), *yr = malloc(sizeof(float) * M * n);
+                int rc = qmm_matmul(y, x, &t.w, M, tp);
+                int rr = qmm_matmul_ref(yr, x, &t.w, M, NULL);
+                if (rc || rr) {
+                    fails++;
+                    fprintf(stderr, "%s\n", dl_errmsg());
+                } else if (F->actq == ACT_INT8_TOKEN) {
+                    if (memcmp(y, yr, sizeof(float) * M * n)) bitwise_bad++;
+                } else {
+                    double e = tu_max_rel(y, yr, (size_t)(M * n));
+                    if (e > worst) worst = e;
+                }
+                if (F->actq == ACT_NATIVE && M <= 3) {
+                    double mx = 0, d = 0;
+                    for (int m = 0; m < M; m++)
+                        for (int64_t j = 0; j < n; j++) {
+                            double r = native_ref(&t.w, x, m, j);
+                            if (fabs(r) > mx) mx = fabs(r);
+                            if (fabs(r - y[m * n + j]) > d) d = fabs(r - y[m * n + j]);
+                        }
+                    double e = d / (mx > 1e-30 ? mx : 1e-30);
+                    if (e > worst_nat) worst_nat = e;
+                }
+                free(x), free(y), free(yr);
+            }
+            tw_free(&t);
+        }
+        CHECKF(fails == 0, "format %d: %d calls failed", f, fails);
+        CHECKF(bitwise_bad == 0, "format %d: int8 fast != ref bitwise in %d cases", f, bitwise_bad);
+        CHECKF(worst <= 1e-5, "format %d: fast vs ref rel err %.3g", f, worst);
+        CHECKF(worst_nat <= 1e-5, "format %d: vs float64 rel err %.3g", f, worst_nat);
+    }
+}
+
+/* Row m of a batch equals the same row computed alone, and any thread count
+ * gives the same bits. */
+static void test_invariance(tpool *tp) {
+    uint64_t s = g_seed ^ 3;
+    for (int f = 0; f < NFMT; f++) {
+        const fmt *F = &FORMATS[f];
+        int64_t n = 200, k = 333;
+        int M = 19;
+        tw t;
+        tw_make(&t, n, k, 3, F->dt, F->kind, F->bn, F->bk, F->bf16, 1, &s);
+        t.w.actq = F->actq;
+        t.w.act_scale = 0.02f;
+        float *x = malloc(sizeof(float) * M * k), *y = malloc(sizeof(float) * M * n);
+        float *y1 = malloc(sizeof(float) * n), *yt = malloc(sizeof(float) * M * n);
+        for (int64_t i = 0; i < M * k; i++) x[i] = tu_randf(&s);
+        int bad = 0;
+        if (qmm_matmul(y, x, &t.w, M, NULL) || qmm_matmul(yt, x, &t.w, M, tp)) bad = 1000;
+        if (memcmp(y, yt, sizeof(float) * M * n)) bad++;
+        for (int m = 0; m < M; m++) {
+            if (qmm_matmul(y1, x + (int64_t)m * k, &t.w, 1, tp)) bad = 1000;
+            if (memcmp(y1, y + (int64_t)m * n, sizeof(float) * n)) bad++;
+        }
+        CHECKF(bad == 0, "format %d: %d rows differ between batch/threads and alone", f, bad);
+        free(x), free(y), free(y1), free(yt);
+        tw_free(&t);
+    }
+}
+
+/* W8A8 worst case for int16 saturation: w = -128 / 127, x = +-amax. */
+static void test_int8_extreme(void) {
+    enum { N = 8, K = 4096 + 13 };
+    int8_t *w = malloc(N * K);
+    float *x = malloc(sizeof(float) * K), ws[N], y[N], yr[N];
+    for (int n = 0; n < N; n++) ws[n] = 1.0f;
+    for (int i = 0; i < N * K; i++) w[i] = (int8_t)(i / K % 2 ? -128 : 127);
+    for (int i = 0; i < K; i++) x[i] = (i % 3 == 0) ? -127.0f : 127.0f;
+    dl_weight d = {.dtype = DT_I8, .n = N, .k = K, .ld = K, .data = w, .scale_kind = WS_CHANNEL,
+                   .scale_dtype = DT_F32, .scale = ws, .actq = ACT_INT8_TOKEN};
+    CHECK(qmm_matmul(y, x, &d, 1, NULL) == 0);
+    CHECK(qmm_matmul_ref(yr, x, &d, 1, NULL) == 0);
+    int64_t pos = 0, neg = 0;
+    for (int i = 0; i < K; i++) if (x[i] > 0) pos++; else neg++;
+    for (int n = 0; n < N; n++) {
+        double want = (double)(n % 2 ? -128 : 127) * 127.0 * (double)(pos - neg);
+        CHECKF(y[n] == (float)want && yr[n] == (float)want, "row %d: %g %g want %g", n, y[n], yr[n], want);
+    }
+    free(w), free(x);
+}
+
+static void test_switches(void) {
+    uint64_t s = g_seed ^ 4;
+    tw t;
+    tw_make(&t, 40, 100, 0, DT_F8E4M3, WS_BLOCK, 128, 128, 0, 0, &s);
+    float x[200], y[80];
+    for (int i = 0; i < 200; i++) x[i] = tu_randf(&s);
+    kreg_reset_switches();
+    kreg_reset_counts();
+    CHECK(qmm_matmul(y, x, &t.w, 2, NULL) == 0);
+    int fast = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    CHECK(kreg_count("cpu.qmm.fp8.avx2") == (uint64_t)fast);
+    CHECK(kreg_count("cpu.qmm.fp8.ref") == (uint64_t)!fast);
+    kreg_disable("cpu.qmm.fp8.avx2");
+    CHECK(qmm_matmul(y, x, &t.w, 2, NULL) == 0);
+    CHECK(kreg_count("cpu.qmm.fp8.ref") == (uint64_t)!fast + 1);
+    CHECK(kreg_count("cpu.qmm.fp8.avx2") == (uint64_t)fast);
+    t.w.actq = ACT_FP8_GROUP;
+    kreg_disable("cpu.actq.*");
+    CHECK(qmm_matmul(y, x, &t.w, 2, NULL) == 0);
+    CHECK(kreg_count("cpu.actq.fp8.ref") == 1 && kreg_count("cpu.actq.fp8.avx2") == 0);
+    tw_free(&t);
+    /* int8: vnni -> avx2 -> ref as switches go off */
+    tw_make(&t, 40, 100, 0, DT_I8, WS_CHANNEL, 0, 0, 0, 0, &s);
+    t.w.actq = ACT_INT8_TOKEN;
+    kreg_reset_switches();
+    kreg_reset_counts();
+    CHECK(qmm_matmul(y, x, &t.w, 2, NULL) == 0);
+    uint64_t tot = kreg_count("cpu.qmm.int8.avxvnni") + kreg_count("cpu.qmm.int8.avx2") +
+                   kreg_count("cpu.qmm.int8.ref");
+    CHECK(tot == 1);
+    CHECK(kreg_count("cpu.actq.int8.avx2") + kreg_count("cpu.actq.int8.ref") == 1);
+    kreg_disable("cpu.qmm.int8.avxvnni,cpu.qmm.int8.avx2");
+    CHECK(qmm_matmul(y, x, &t.w, 2, NULL) == 0);
+    CHECK(kreg_count("cpu.qmm.int8.ref") == 1 + (uint64_t)!fast);
+    kreg_reset_switches();
+    tw_free(&t);
+}
+
+static void test_refused(void) {
+    uint64_t s = g_seed ^ 5;
+    tw t;
+    tw_make(&t, 4, 8, 0, DT_F8E4M3, WS_CHANNEL, 0, 0, 0, 0, &s);
+    float x[8] = {0}, y[4];
+    t.w.actq = ACT_INT8_TOKEN;
+    CHECK(qmm_matmul(y, x, &t.w, 1, NULL) == -1 && strstr(dl_errmsg(), "test.weight"));
+    t.w.actq = ACT_FP8_STATIC;
+    t.w.act_scale = 0.0f;
+    CHECK(qmm_matmul(y, x, &t.w, 1, NULL) == -1);
+    t.w.actq = ACT_NATIVE;
+    t.w.dtype = DT_F32;
+    CHECK(qmm_matmul(y, x, &t.w, 1, NULL) == -1);
+    t.w.dtype = DT_F8E4M3;
+    t.w.ld = 4;
+    CHECK(qmm_matmul(y, x, &t.w, 1, NULL) == -1);
+    tw_free(&t);
+}
+
+int main(void) {
+    g_seed = tu_seed();
+    tpool *tp = tp_create(3);
+    CHECK(tp != NULL);
+    test_widen();
+    test_fp8_encode();
+    test_actq();
+    test_matmul(tp);
+    test_invariance(tp);
+    test_int8_extreme();
+    test_switches();
+    test_refused();
+    tp_free(tp);
+    return TEST_END();
+}
