@@ -22,7 +22,7 @@ int engine_init(engine *e, dl_model *m, int ctx, int max_seqs, int max_tok) {
     if (kv_create(&e->kv, m->be, m->n_kv_layers, m->cfg.n_kv_heads, m->cfg.head_dim, bs, blocks,
                   max_seqs, ctx, kvt))
         return -1;
-    if (model_ws_init(&e->ws, m, max_tok)) {
+    if (model_ws_init(&e->ws, m, max_tok, max_seqs)) {
         kv_destroy(&e->kv);
         return -1;
     }

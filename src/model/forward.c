@@ -10,10 +10,11 @@
 
 #define LOGIT_CHUNK 32 /* logit rows computed per lm_head pass */
 
-int model_ws_init(model_ws *ws, const dl_model *m, int max_tok) {
+int model_ws_init(model_ws *ws, const dl_model *m, int max_tok, int max_seqs) {
     memset(ws, 0, sizeof *ws);
     ws->m = m;
     ws->max_tok = max_tok;
+    ws->max_seqs = max_seqs;
     const hf_config *c = &m->cfg;
     dl_backend *be = m->be;
     size_t T = (size_t)max_tok, H = (size_t)c->hidden, hd = (size_t)c->head_dim;

@@ -55,14 +55,19 @@ typedef struct dl_model {
 dl_model *model_load(const char *dir, dl_backend *be, const model_opts *opts);
 void model_free(dl_model *m);
 
-/* Scratch for forward passes of up to max_tok tokens. */
+/* Scratch for forward passes of up to max_tok tokens, and the per-sequence
+ * recurrent state of hybrid models for max_seqs sequence slots. */
 typedef struct {
     const dl_model *m;
-    int max_tok;
+    int max_tok, max_seqs;
     float *x, *xn, *q, *k, *v, *att, *gate, *up, *last, *logits; /* backend buffers */
+    void *hyb; /* hybrid-model scratch and per-slot states (model/hybrid.h); NULL for dense */
 } model_ws;
 
-int model_ws_init(model_ws *ws, const dl_model *m, int max_tok);
+/* Allocate buffers for up to max_tok tokens per forward and max_seqs slots.
+ * A slot's recurrent state (hybrid models) is reset whenever a forward
+ * feeds that slot a token at position 0. 0 or -1. */
+int model_ws_init(model_ws *ws, const dl_model *m, int max_tok, int max_seqs);
 void model_ws_free(model_ws *ws);
 
 /* Run one forward pass over batch b (tokens of several sequences; their
