@@ -86,6 +86,38 @@ struct dl_backend {
     /* copy rows: dst[i, :] = src[idx[i], :], i < n (idx host array), width d */
     void (*gather_rows)(dl_backend *be, float *dst, const float *src, const int32_t *idx, int n,
                         int d);
+    /* 2-D strided copy: dst[r * dst_ld + c] = src[r * src_ld + c], r < rows, c < cols */
+    void (*copy2d)(dl_backend *be, float *dst, int dst_ld, const float *src, int src_ld, int rows,
+                   int cols);
+    /* y[i] *= sigmoid(gate[i]), i < n */
+    void (*sigmoid_mul)(dl_backend *be, float *y, const float *gate, size_t n);
+
+    /* --- Gated DeltaNet (hybrid models: qwen3_5, qwen3_next); NULL if unsupported ---
+     * Per-sequence state lives in backend memory indexed by the batch's slot;
+     * a token at position 0 starts its sequence from a zero state. Tokens of
+     * one sequence appear in the batch in position order. */
+    /* Depthwise causal conv1d (kernel K, no bias) + SiLU: y, x [ntok, C]; w [C, K]
+     * (dl_weight n = C, k = K, float dtype); state [max_seqs, K-1, C] fp32 holds
+     * each slot's last K-1 inputs. y may not alias x. */
+    void (*conv1d_silu)(dl_backend *be, float *y, const float *x, const dl_weight *w,
+                        float *state, int C);
+    /* Row-wise l2 normalisation in place: x = x / sqrt(sum(x^2) + eps) * scale; x [rows, d]. */
+    void (*l2norm)(dl_backend *be, float *x, int rows, int d, float eps, float scale);
+    /* Gates: beta = sigmoid(b), g = -exp(A_log) * softplus(a + dt_bias);
+     * a, b, g, beta [ntok, Hv]; A_log, dt_bias [Hv] (float dtypes). */
+    void (*gdn_gates)(dl_backend *be, float *g, float *beta, const float *a, const float *b,
+                      const dl_weight *A_log, const dl_weight *dt_bias, int Hv);
+    /* Gated delta rule per value head h (key head h / (Hv / Hk)), tokens in order:
+     * S *= exp(g); u = k^T S; S += k (x) ((v - u) * beta); out = q^T S.
+     * q, k [ntok, Hk*Dk] (normalised, q pre-scaled); v, out [ntok, Hv*Dv]; g, beta [ntok, Hv];
+     * state [max_seqs, Hv, Dk, Dv] fp32. Runs of >= chunk tokens of one sequence may use the
+     * chunked (WY) form; every algorithm agrees with the recurrence within 1e-4. */
+    void (*gdn)(dl_backend *be, float *out, const float *q, const float *k, const float *v,
+                const float *g, const float *beta, float *state, int Hk, int Hv, int Dk, int Dv);
+    /* Gated RMSNorm: y[r, :] = rmsnorm(x[r, :]) * w * silu(z[r, :]); x, z, y [rows, d];
+     * w [d] (plain weight, not zero-centred). y may alias x. */
+    void (*gated_rmsnorm)(dl_backend *be, float *y, const float *x, const float *z,
+                          const dl_weight *w, int rows, int d, float eps);
 };
 
 /* Create a backend by name ("cpu", "cuda", "hip"). NULL + dl_errmsg (e.g. "backend 'cuda'

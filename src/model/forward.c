@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/err.h"
+#include "model/hybrid.h"
 #include "model/model.h"
 
 #define LOGIT_CHUNK 32 /* logit rows computed per lm_head pass */
@@ -18,10 +19,14 @@ int model_ws_init(model_ws *ws, const dl_model *m, int max_tok, int max_seqs) {
     const hf_config *c = &m->cfg;
     dl_backend *be = m->be;
     size_t T = (size_t)max_tok, H = (size_t)c->hidden, hd = (size_t)c->head_dim;
-    size_t qw = (size_t)m->layers[0].q.n, kvw = (size_t)c->n_kv_heads * hd;
+    size_t qw = 0;
+    for (int l = 0; l < c->n_layers; l++)
+        if (m->layers[l].kv_index >= 0) qw = (size_t)m->layers[l].q.n;
+    size_t kvw = (size_t)c->n_kv_heads * hd;
     size_t att = (size_t)c->n_heads * hd;
     size_t inter = (size_t)c->intermediate;
     size_t lw = LOGIT_CHUNK < T ? LOGIT_CHUNK : T;
+    int gated = qw == 2 * att;
     struct {
         float **p;
         size_t n;
@@ -29,13 +34,19 @@ int model_ws_init(model_ws *ws, const dl_model *m, int max_tok, int max_seqs) {
                 {&ws->q, T * qw},      {&ws->k, T * kvw},
                 {&ws->v, T * kvw},     {&ws->att, T * att},
                 {&ws->gate, T * inter}, {&ws->up, T * inter},
-                {&ws->last, lw * H},    {&ws->logits, lw * (size_t)model_vocab(m)}};
+                {&ws->last, lw * H},    {&ws->logits, lw * (size_t)model_vocab(m)},
+                {&ws->qg, gated ? T * att : 0}};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) {
+        if (!bufs[i].n) continue;
         *bufs[i].p = be->alloc(be, bufs[i].n * sizeof(float));
         if (!*bufs[i].p) {
             model_ws_free(ws);
             return dl_err_prefix("allocating forward buffers for %d tokens", max_tok);
         }
+    }
+    if (m->n_lin_layers && hybrid_ws_init(ws)) {
+        model_ws_free(ws);
+        return -1;
     }
     return 0;
 }
@@ -43,8 +54,9 @@ int model_ws_init(model_ws *ws, const dl_model *m, int max_tok, int max_seqs) {
 void model_ws_free(model_ws *ws) {
     if (!ws->m) return;
     dl_backend *be = ws->m->be;
+    if (ws->hyb) hybrid_ws_free(ws);
     float *bufs[] = {ws->x, ws->xn, ws->q, ws->k, ws->v, ws->att, ws->gate, ws->up, ws->last,
-                     ws->logits};
+                     ws->logits, ws->qg};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
         if (bufs[i]) be->free(be, bufs[i]);
     memset(ws, 0, sizeof *ws);
@@ -60,14 +72,22 @@ static void attn_block(model_ws *ws, const model_layer *L, dl_kvcache *kv, int T
     be->matmul(be, ws->q, ws->xn, &L->q, T);
     be->matmul(be, ws->k, ws->xn, &L->k, T);
     be->matmul(be, ws->v, ws->xn, &L->v, T);
+    float *q = ws->q;
+    if (ws->qg) {
+        /* gated attention: q_proj rows are [query | gate] per head */
+        be->copy2d(be, ws->xn, hd, ws->q, 2 * hd, T * nh, hd);
+        be->copy2d(be, ws->qg, hd, ws->q + hd, 2 * hd, T * nh, hd);
+        q = ws->xn;
+    }
     if (L->q_norm.dtype != DT_COUNT) {
-        be->rmsnorm(be, ws->q, ws->q, &L->q_norm, T * nh, hd, c->rms_eps, zc);
+        be->rmsnorm(be, q, q, &L->q_norm, T * nh, hd, c->rms_eps, zc);
         be->rmsnorm(be, ws->k, ws->k, &L->k_norm, T * nkv, hd, c->rms_eps, zc);
     }
-    be->rope(be, ws->q, nh, hd, &m->rope);
+    be->rope(be, q, nh, hd, &m->rope);
     be->rope(be, ws->k, nkv, hd, &m->rope);
     be->kv_write(be, kv, L->kv_index, ws->k, ws->v);
-    be->attention(be, ws->att, ws->q, kv, L->kv_index, nh, 1.0f / sqrtf((float)hd));
+    be->attention(be, ws->att, q, kv, L->kv_index, nh, 1.0f / sqrtf((float)hd));
+    if (ws->qg) be->sigmoid_mul(be, ws->att, ws->qg, (size_t)T * nh * hd);
     be->matmul(be, ws->xn, ws->att, &L->o, T);
     be->add(be, ws->x, ws->xn, (size_t)T * c->hidden);
 }
@@ -111,7 +131,8 @@ int model_forward(model_ws *ws, const dl_batch *b, dl_kvcache *kv, const int32_t
     if (be->begin(be, b, kv)) return -1;
     be->embed(be, ws->x, &m->embed);
     for (int l = 0; l < c->n_layers; l++) {
-        attn_block(ws, &m->layers[l], kv, T, zc);
+        if (m->layers[l].hyb) hybrid_linear_attn(ws, &m->layers[l], T);
+        else attn_block(ws, &m->layers[l], kv, T, zc);
         mlp_block(ws, &m->layers[l], T, zc);
     }
     int chunk = LOGIT_CHUNK < ws->max_tok ? LOGIT_CHUNK : ws->max_tok;

@@ -28,6 +28,7 @@ typedef struct {
     dl_weight gate, up;   /* [inter, hidden] */
     dl_weight down;       /* [hidden, inter] */
     int kv_index;         /* index of this layer's KV in the cache, -1 if none */
+    struct hybrid_layer_s *hyb; /* Gated DeltaNet weights (linear-attention layers), else NULL */
 } model_layer;
 
 typedef struct dl_model {
@@ -42,6 +43,7 @@ typedef struct dl_model {
     dl_weight lm_head;    /* [vocab, hidden]; aliases embed data when tied */
     model_layer *layers;  /* [n_layers] */
     int n_kv_layers;
+    int n_lin_layers;     /* Gated DeltaNet layers (hybrid models) */
     dl_rope rope;
     size_t weight_bytes;  /* bytes of all bound weights as stored */
     int n_quant;          /* matrices stored quantized */
@@ -61,6 +63,7 @@ typedef struct {
     const dl_model *m;
     int max_tok, max_seqs;
     float *x, *xn, *q, *k, *v, *att, *gate, *up, *last, *logits; /* backend buffers */
+    float *qg; /* [max_tok, n_heads*head_dim] attention output gate (gated attention only) */
     void *hyb; /* hybrid-model scratch and per-slot states (model/hybrid.h); NULL for dense */
 } model_ws;
 
@@ -78,6 +81,14 @@ void model_ws_free(model_ws *ws);
  * reserved in kv. Returns 0 or -1. */
 int model_forward(model_ws *ws, const dl_batch *b, dl_kvcache *kv, const int32_t *logit_rows,
                   int n_logits, float *logits_host);
+
+/* Bind checkpoint tensors into a dl_weight with full validation (used by
+ * the per-family binders): a float vector of length n, or a matrix
+ * `base`.weight [n, k] in any supported format with its scales and an
+ * optional (or required) `base`.bias. 0 or -1 naming the tensor. */
+int model_bind_vec(dl_model *m, dl_weight *w, const char *name, int64_t n);
+int model_bind_mat(dl_model *m, dl_weight *w, const char *base, int64_t n, int64_t k,
+                   int want_bias);
 
 /* Logit width (rows of lm_head). */
 int model_vocab(const dl_model *m);

@@ -9,6 +9,7 @@
 
 #include "core/err.h"
 #include "core/log.h"
+#include "model/hybrid.h"
 #include "model/model.h"
 #include "model/rope.h"
 
@@ -218,25 +219,28 @@ static int bind_layer(dl_model *m, int i, const char *pre) {
 #define B(fmt) (snprintf(b, sizeof b, "%slayers.%d." fmt, pre, i), b)
     if (bind_vec(m, &L->attn_norm, B("input_layernorm.weight"), H)) return -1;
     if (bind_vec(m, &L->ffn_norm, B("post_attention_layernorm.weight"), H)) return -1;
-    if (c->layer_types[i] != LAYER_FULL_ATTN)
-        return dl_err("%s: layer %d is a linear-attention (Gated DeltaNet) layer; this build "
-                      "runs only full-attention layers",
-                      m->dir, i);
+    L->kv_index = -1;
+    L->q_norm.dtype = L->k_norm.dtype = DT_COUNT;
+    if (c->layer_types[i] == LAYER_LINEAR_ATTN) {
+        if (hybrid_bind_layer(m, i, pre)) return -1;
+        m->n_lin_layers++;
+        goto mlp;
+    }
     int bias = c->attn_bias;
     if (bind_mat(m, &L->q, B("self_attn.q_proj"), (int64_t)nh * hd * qmul, H, bias)) return -1;
     if (bind_mat(m, &L->k, B("self_attn.k_proj"), (int64_t)nkv * hd, H, bias)) return -1;
     if (bind_mat(m, &L->v, B("self_attn.v_proj"), (int64_t)nkv * hd, H, bias)) return -1;
     if (bind_mat(m, &L->o, B("self_attn.o_proj"), H, (int64_t)nh * hd, 0)) return -1;
-    L->q_norm.dtype = L->k_norm.dtype = DT_COUNT;
     if (c->arch != ARCH_LLAMA && c->arch != ARCH_QWEN2) {
         if (bind_vec(m, &L->q_norm, B("self_attn.q_norm.weight"), hd)) return -1;
         if (bind_vec(m, &L->k_norm, B("self_attn.k_norm.weight"), hd)) return -1;
     }
+    L->kv_index = m->n_kv_layers++;
+mlp:
     if (bind_mat(m, &L->gate, B("mlp.gate_proj"), c->intermediate, H, c->mlp_bias)) return -1;
     if (bind_mat(m, &L->up, B("mlp.up_proj"), c->intermediate, H, c->mlp_bias)) return -1;
     if (bind_mat(m, &L->down, B("mlp.down_proj"), H, c->intermediate, c->mlp_bias)) return -1;
 #undef B
-    L->kv_index = m->n_kv_layers++;
     return 0;
 }
 
@@ -277,6 +281,7 @@ static int upload_all(dl_model *m) {
         for (size_t j = 0; j < sizeof ws / sizeof *ws; j++)
             if (ws[j]->dtype != DT_COUNT && ws[j]->data && be->upload(be, ws[j]))
                 return dl_err_prefix("uploading '%s'", ws[j]->name);
+        if (L->hyb && hybrid_upload(m, L->hyb)) return -1;
         if (!m->opts.quiet && dl_log_level() <= LOG_INFO && strcmp(be->name, "cpu"))
             fprintf(stderr, "\rdotlm: uploading layer %d/%d", i + 1, m->cfg.n_layers);
     }
@@ -302,12 +307,6 @@ dl_model *model_load(const char *dir, dl_backend *be, const model_opts *opts) {
                path, c->quant.method, c->quant.detail);
         goto fail;
     }
-    if (c->arch == ARCH_QWEN3_NEXT) {
-        dl_err("%s: model_type qwen3_next is parsed but its Gated DeltaNet layers are not run by "
-               "this build",
-               path);
-        goto fail;
-    }
     snprintf(path, sizeof path, "%s/generation_config.json", dir);
     if (gencfg_load(path, &m->gen)) goto fail;
     if (!m->opts.quiet)
@@ -316,6 +315,17 @@ dl_model *model_load(const char *dir, dl_backend *be, const model_opts *opts) {
     m->st = st_open_dir(dir);
     if (!m->st) goto fail;
     const char *pre = c->text_prefix ? "model.language_model." : "model.";
+    {
+        size_t skipped = 0;
+        for (size_t i = 0; i < st_count(m->st); i++) {
+            const char *tn = st_at(m->st, i)->name;
+            if (!strncmp(tn, "model.visual.", 13) || !strncmp(tn, "mtp.", 4)) skipped++;
+        }
+        if (skipped && !m->opts.quiet)
+            LOGI("skipping %zu tensors of the vision tower (model.visual.*) and multi-token "
+                 "prediction head (mtp.*): text generation does not use them",
+                 skipped);
+    }
     char nm[256];
     snprintf(nm, sizeof nm, "%sembed_tokens.weight", pre);
     const st_tensor *emb = st_find(m->st, nm);
@@ -389,8 +399,10 @@ void model_free(dl_model *m) {
                                &L->k_norm, &L->ffn_norm, &L->gate, &L->up, &L->down};
             for (size_t j = 0; j < sizeof ws / sizeof *ws; j++)
                 if (ws[j]->dev) m->be->release(m->be, ws[j]);
+            if (L->hyb) hybrid_release(m, L->hyb);
         }
     }
+    for (int i = 0; m->layers && i < m->cfg.n_layers; i++) free(m->layers[i].hyb);
     free(m->layers);
     rope_free(&m->rope);
     st_close(m->st);
@@ -400,3 +412,13 @@ void model_free(dl_model *m) {
 }
 
 int model_vocab(const dl_model *m) { return (int)m->lm_head.n; }
+
+/* Exported binders for the hybrid layers (model/hybrid.c). */
+int model_bind_vec(dl_model *m, dl_weight *w, const char *name, int64_t n) {
+    return bind_vec(m, w, name, n);
+}
+
+int model_bind_mat(dl_model *m, dl_weight *w, const char *base, int64_t n, int64_t k,
+                   int want_bias) {
+    return bind_mat(m, w, base, n, k, want_bias);
+}
