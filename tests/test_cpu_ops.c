@@ -295,9 +295,11 @@ static void test_misc(dl_backend *be) {
     void *p = be->alloc(be, 1000);
     CHECK(p && ((uintptr_t)p & 63) == 0);
     be->free(be, p);
+#ifndef __SANITIZE_ADDRESS__ /* ASan aborts on impossible sizes instead of returning NULL */
     dl_err_clear();
     p = be->alloc(be, (size_t)1 << 62);
     CHECK(!p && strstr(dl_errmsg(), "4611686018427387904"));
+#endif
     dl_backend *g = be_create("cuda", 0);
     CHECK(!g && strstr(dl_errmsg(), "-DDOTLM_CUDA=ON"));
     CHECK(!be_create("nope", 0));

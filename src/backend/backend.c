@@ -4,9 +4,8 @@
 
 #include <string.h>
 
+#include "backend/cpu/cpu_internal.h"
 #include "core/err.h"
-
-dl_backend *cpu_backend_create(int nthreads); /* backend/cpu/cpu_backend.c */
 
 dl_backend *be_create(const char *name, int nthreads) {
     if (!name || !strcmp(name, "cpu")) return cpu_backend_create(nthreads);

@@ -66,5 +66,9 @@ float cpu_loadf(dl_dtype t, const void *p, int64_t i);
  * kv->k[layer] / kv->v[layer]. */
 size_t cpu_kv_offset(const dl_kvcache *kv, int32_t seq, int32_t pos);
 
+/* Create the CPU backend (cpu_backend.c). nthreads > 0: a pool of that many
+ * threads owned by the backend; <= 0: the process-wide default pool. */
+dl_backend *cpu_backend_create(int nthreads);
+
 /* Matmul (cpu_matmul.c): y[M, n] = x[M, k] W^T + bias. */
 void cpu_matmul(cpu_state *st, float *y, const float *x, const dl_weight *w, int M);

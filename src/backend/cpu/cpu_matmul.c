@@ -66,6 +66,9 @@ static void mm_ref(void *ctx, size_t n0, size_t n1) {
 }
 
 #if CPU_X86
+enum { MM_NB = 32,   /* output columns per inner block (accumulators: 4 x MM_NB) */
+       MM_KB = 512 }; /* k block: 4 x rows of it stay in L1 across the columns */
+
 /* Weight loaders: 8 consecutive elements, and a zero-padded tail of r < 8. */
 CPU_AVX2_INLINE __m256 wl_f32(const void *p, size_t i) { return _mm256_loadu_ps((const float *)p + i); }
 CPU_AVX2_INLINE __m256 wl_f16(const void *p, size_t i) { return cpu_ld_f16((const uint16_t *)p + i); }
@@ -84,82 +87,94 @@ CPU_AVX2_INLINE __m256 wt_bf16(const void *p, size_t i, int r) {
     return cpu_ld_bf16(t);
 }
 
-/* MR x NR micro-kernel: y[m, n] for m < MR (x rows x + m*K), n < NR (weight
- * rows w + n*ldw elements of size es). MR, NR are compile-time constants at
- * every call site, so the accumulator array lives in registers. */
+/* MR x NR micro-kernel: adds x[m, k0:k1] . w[n, k0:k1] into the 8-lane
+ * accumulators acc[m * astr + n] (m < MR, n < NR), then, when tail > 0, the
+ * zero-padded last step at k1 (tail = K - k1 < 8). x rows are ldx apart,
+ * weight rows ldwb bytes apart. MR, NR are constants at every call site, so
+ * the accumulators live in registers inside the k loop. Splitting k into
+ * blocks does not change any lane's sequence of FMAs. */
 #define MM_KERNEL(SUF, WL, WT)                                                                   \
-    CPU_AVX2_INLINE void mk_##SUF(float *y, size_t ldy, const float *x, size_t K, const char *w,  \
-                                  size_t ldwb, const float *bias, const int MR, const int NR) {  \
+    CPU_AVX2_INLINE void mk_##SUF(__m256 *accp, size_t astr, const float *x, size_t ldx,          \
+                                  const char *w, size_t ldwb, size_t k0, size_t k1, int tail,    \
+                                  const int MR, const int NR) {                                  \
         __m256 acc[4][4];                                                                        \
         _Pragma("GCC unroll 4") for (int m = 0; m < MR; m++)                                     \
-            _Pragma("GCC unroll 4") for (int n = 0; n < NR; n++) acc[m][n] = _mm256_setzero_ps(); \
-        size_t k = 0;                                                                            \
-        for (; k + 8 <= K; k += 8) {                                                             \
+            _Pragma("GCC unroll 4") for (int n = 0; n < NR; n++) acc[m][n] = accp[m * astr + n]; \
+        for (size_t k = k0; k < k1; k += 8) {                                                    \
             __m256 wv[4];                                                                        \
             _Pragma("GCC unroll 4") for (int n = 0; n < NR; n++) wv[n] = WL(w + n * ldwb, k);    \
             _Pragma("GCC unroll 4") for (int m = 0; m < MR; m++) {                               \
-                __m256 xv = _mm256_loadu_ps(x + m * K + k);                                      \
+                __m256 xv = _mm256_loadu_ps(x + m * ldx + k);                                    \
                 _Pragma("GCC unroll 4") for (int n = 0; n < NR; n++)                             \
                     acc[m][n] = _mm256_fmadd_ps(xv, wv[n], acc[m][n]);                           \
             }                                                                                    \
         }                                                                                        \
-        if (k < K) {                                                                             \
-            int r = (int)(K - k);                                                                \
+        if (tail) {                                                                              \
             __m256 wv[4];                                                                        \
-            _Pragma("GCC unroll 4") for (int n = 0; n < NR; n++) wv[n] = WT(w + n * ldwb, k, r); \
+            _Pragma("GCC unroll 4") for (int n = 0; n < NR; n++) wv[n] = WT(w + n * ldwb, k1, tail); \
             _Pragma("GCC unroll 4") for (int m = 0; m < MR; m++) {                               \
-                __m256 xv = _mm256_maskload_ps(x + m * K + k, cpu_mask(r));                      \
+                __m256 xv = _mm256_maskload_ps(x + m * ldx + k1, cpu_mask(tail));                \
                 _Pragma("GCC unroll 4") for (int n = 0; n < NR; n++)                             \
                     acc[m][n] = _mm256_fmadd_ps(xv, wv[n], acc[m][n]);                           \
             }                                                                                    \
         }                                                                                        \
         _Pragma("GCC unroll 4") for (int m = 0; m < MR; m++)                                     \
-            _Pragma("GCC unroll 4") for (int n = 0; n < NR; n++)                                 \
-                y[m * ldy + n] = cpu_hsum(acc[m][n]) + bias[n];                                   \
+            _Pragma("GCC unroll 4") for (int n = 0; n < NR; n++) accp[m * astr + n] = acc[m][n]; \
+    }                                                                                            \
+    /* GEMV tile: y[m, n..n+NR) for one x row over the whole k. */                                \
+    CPU_AVX2_INLINE void gv_##SUF(float *y, const float *x, size_t K, const char *w, size_t ldwb, \
+                                  const float *bias, const int NR) {                             \
+        __m256 acc[4];                                                                           \
+        _Pragma("GCC unroll 4") for (int n = 0; n < NR; n++) acc[n] = _mm256_setzero_ps();       \
+        size_t K8 = K & ~(size_t)7;                                                              \
+        mk_##SUF(acc, 0, x, 0, w, ldwb, 0, K8, (int)(K - K8), 1, NR);                            \
+        _Pragma("GCC unroll 4") for (int n = 0; n < NR; n++) y[n] = cpu_hsum(acc[n]) + bias[n];  \
     }                                                                                            \
     /* Chunk [n0, n1) of output columns for all M rows. */                                       \
     CPU_AVX2 static void mm_##SUF(void *ctx, size_t n0, size_t n1) {                             \
         const mm_ctx *c = ctx;                                                                   \
         const dl_weight *w = c->w;                                                               \
-        size_t K = (size_t)w->k, N = (size_t)w->n, M = (size_t)c->M;                            \
+        size_t K = (size_t)w->k, N = (size_t)w->n, M = (size_t)c->M, K8 = K & ~(size_t)7;        \
+        int tail = (int)(K - K8);                                                                \
         size_t es = dt_size(w->dtype), ldwb = (size_t)w->ld * es;                                \
         const char *wd = w->data;                                                                \
-        float bias[64];                                                                          \
-        for (size_t nb = n0; nb < n1; nb += 64) {                                                \
-            size_t ne = nb + 64 < n1 ? nb + 64 : n1;                                             \
+        float bias[MM_NB];                                                                       \
+        __m256 acc[4 * MM_NB]; /* [4][MM_NB] accumulators of one row block */                    \
+        for (size_t nb = n0; nb < n1; nb += MM_NB) {                                             \
+            size_t ne = nb + MM_NB < n1 ? nb + MM_NB : n1, nn = ne - nb;                         \
             for (size_t n = nb; n < ne; n++)                                                     \
                 bias[n - nb] = w->bias ? cpu_loadf(w->bias_dtype, w->bias, (int64_t)n) : 0.0f;   \
-            if (M < 4) {                                                                         \
-                size_t n = nb;                                                                   \
-                for (; n + 4 <= ne; n += 4)                                                      \
-                    for (size_t m = 0; m < M; m++)                                               \
-                        mk_##SUF(c->y + m * N + n, N, c->x + m * K, K, wd + n * ldwb, ldwb,     \
-                                 bias + (n - nb), 1, 4);                                         \
-                for (; n < ne; n++)                                                              \
-                    for (size_t m = 0; m < M; m++)                                               \
-                        mk_##SUF(c->y + m * N + n, N, c->x + m * K, K, wd + n * ldwb, ldwb,     \
-                                 bias + (n - nb), 1, 1);                                         \
-                continue;                                                                        \
-            }                                                                                    \
             size_t m = 0;                                                                        \
-            for (; m + 4 <= M; m += 4) {                                                         \
-                size_t n = nb;                                                                   \
-                for (; n + 2 <= ne; n += 2)                                                      \
-                    mk_##SUF(c->y + m * N + n, N, c->x + m * K, K, wd + n * ldwb, ldwb,         \
-                             bias + (n - nb), 4, 2);                                             \
-                for (; n < ne; n++)                                                              \
-                    mk_##SUF(c->y + m * N + n, N, c->x + m * K, K, wd + n * ldwb, ldwb,         \
-                             bias + (n - nb), 4, 1);                                             \
-            }                                                                                    \
-            for (; m < M; m++) {                                                                 \
-                size_t n = nb;                                                                   \
-                for (; n + 4 <= ne; n += 4)                                                      \
-                    mk_##SUF(c->y + m * N + n, N, c->x + m * K, K, wd + n * ldwb, ldwb,         \
-                             bias + (n - nb), 1, 4);                                             \
-                for (; n < ne; n++)                                                              \
-                    mk_##SUF(c->y + m * N + n, N, c->x + m * K, K, wd + n * ldwb, ldwb,         \
-                             bias + (n - nb), 1, 1);                                             \
-            }                                                                                    \
+            if (M >= 4) /* prefill: 4 x rows at a time, k in L1-sized blocks */                  \
+                for (; m + 4 <= M; m += 4) {                                                     \
+                    const float *xm = c->x + m * K;                                              \
+                    for (size_t i = 0; i < 4 * MM_NB; i++) acc[i] = _mm256_setzero_ps();        \
+                    for (size_t kb = 0; kb < K8 || kb == 0; kb += MM_KB) {                       \
+                        size_t ke = kb + MM_KB < K8 ? kb + MM_KB : K8;                           \
+                        int tl = ke == K8 ? tail : 0;                                            \
+                        size_t j = 0;                                                            \
+                        for (; j + 2 <= nn; j += 2)                                              \
+                            mk_##SUF(acc + j, MM_NB, xm, K, wd + (nb + j) * ldwb, ldwb, kb, ke,  \
+                                     tl, 4, 2);                                                  \
+                        for (; j < nn; j++)                                                      \
+                            mk_##SUF(acc + j, MM_NB, xm, K, wd + (nb + j) * ldwb, ldwb, kb, ke,  \
+                                     tl, 4, 1);                                                  \
+                        if (ke == K8) break;                                                     \
+                    }                                                                            \
+                    for (size_t r = 0; r < 4; r++)                                               \
+                        for (size_t j = 0; j < nn; j++)                                          \
+                            c->y[(m + r) * N + nb + j] = cpu_hsum(acc[r * MM_NB + j]) + bias[j]; \
+                }                                                                                \
+            /* decode / leftover rows: each group of 4 weight rows streamed once for all rows */ \
+            size_t n = nb;                                                                       \
+            for (; n + 4 <= ne; n += 4)                                                          \
+                for (size_t r = m; r < M; r++)                                                   \
+                    gv_##SUF(c->y + r * N + n, c->x + r * K, K, wd + n * ldwb, ldwb,             \
+                             bias + (n - nb), 4);                                                \
+            for (; n < ne; n++)                                                                  \
+                for (size_t r = m; r < M; r++)                                                   \
+                    gv_##SUF(c->y + r * N + n, c->x + r * K, K, wd + n * ldwb, ldwb,             \
+                             bias + (n - nb), 1);                                                \
         }                                                                                        \
     }
 

@@ -95,7 +95,6 @@ void cpu_kv_write_ref(const cpu_args *a, size_t i0, size_t i1) {
 void cpu_attention_ref(const cpu_args *a, size_t i0, size_t i1) {
     const dl_kvcache *kv = a->kv;
     int hd = a->hd, nh = a->nh, grp = nh / kv->n_kv_heads;
-    size_t kvw = (size_t)kv->n_kv_heads * (size_t)hd;
     const void *Kc = kv->k[a->layer], *Vc = kv->v[a->layer];
     double *acc = malloc((size_t)hd * sizeof *acc);
     float *sc = NULL;
@@ -130,7 +129,6 @@ void cpu_attention_ref(const cpu_args *a, size_t i0, size_t i1) {
         }
         for (int j = 0; j < hd; j++) o[j] = (float)(acc[j] / sum);
     }
-    (void)kvw;
     free(sc);
     free(acc);
 }
