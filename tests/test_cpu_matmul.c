@@ -223,6 +223,28 @@ int main(void) {
     check_case(be, DT_BF16, 1, 1024, 4096, 4096, 1);
     check_case(be, DT_BF16, 9, 512, 1536, 1536, 1);
 
+    /* INT8 weights (per-channel scales, fp32 activations) go through qmm_matmul */
+    {
+        int n = 19, k = 45, M = 3;
+        int8_t *q8 = malloc((size_t)n * k);
+        float sc[19], xq[3 * 45], yq[3 * 19], yqd[3 * 19];
+        for (int i = 0; i < n * k; i++) q8[i] = (int8_t)(tu_rand_u64(&rs) % 255 - 127);
+        for (int i = 0; i < n; i++) sc[i] = 0.01f * (1 + tu_randf(&rs));
+        for (int i = 0; i < M * k; i++) xq[i] = tu_randf(&rs);
+        dl_weight wq = {.name = "q8", .dtype = DT_I8, .n = n, .k = k, .ld = k, .data = q8,
+                        .scale_kind = WS_CHANNEL, .scale_dtype = DT_F32, .scale = sc, .actq = ACT_NATIVE};
+        for (int m = 0; m < M; m++)
+            for (int j = 0; j < n; j++) {
+                double a = 0;
+                for (int i = 0; i < k; i++) a += (double)xq[m * k + i] * w_get(&wq, j, i);
+                yqd[m * n + j] = (float)a;
+            }
+        dl_err_clear();
+        be->matmul(be, yq, xq, &wq, M);
+        double e = tu_max_rel(yq, yqd, (size_t)M * n);
+        CHECKF(e <= 1e-4, "int8 weight matmul via qmm_matmul: %g (%s)", e, dl_errmsg());
+        free(q8);
+    }
     /* an unsupported weight format fills NaN and leaves a message */
     dl_weight bad = {.name = "bad", .dtype = DT_I32, .n = 2, .k = 2, .ld = 2};
     int32_t bd[4] = {0};
