@@ -46,8 +46,11 @@ static int q_fp8(const cj_ctx *c, const json_t *o, cfg_quant *q) {
     }
     if (cj_strlist(c, o, "modules_to_not_convert", &q->ignore, &q->n_ignore)) return -1;
     q->kind = QCFG_FP8_BLOCK;
-    snprintf(q->detail, sizeof q->detail, "fp8 %s, %s weights%s, %s activations", fmt, q->w_strategy,
-             q->block_n ? " (blocked)" : "", act);
+    if (q->block_n)
+        snprintf(q->detail, sizeof q->detail, "fp8 %s, %dx%d block-scaled weights, %s activations", fmt,
+                 q->block_n, q->block_k, act);
+    else
+        snprintf(q->detail, sizeof q->detail, "fp8 %s, per-tensor weights, %s activations", fmt, act);
     return 0;
 }
 
