@@ -64,6 +64,27 @@ static void test_embed(dl_backend *be) {
     }
 }
 
+/* An int8 table with per-row scales (quantized checkpoints) takes the reference path. */
+static void test_embed_i8(dl_backend *be) {
+    int V = 11, d = 21, ntok = 4;
+    int8_t q[11 * 21];
+    float sc[11];
+    for (int i = 0; i < V * d; i++) q[i] = (int8_t)(tu_rand_u64(&rs) % 255 - 127);
+    for (int i = 0; i < V; i++) sc[i] = 0.02f * (1.5f + tu_randf(&rs));
+    dl_weight e = {.name = "emb8", .dtype = DT_I8, .n = V, .k = d, .ld = d, .data = q,
+                   .scale_kind = WS_CHANNEL, .scale_dtype = DT_F32, .scale = sc};
+    int32_t tok[4] = {10, 0, 3, 3}, seq[4] = {0}, pos[4] = {0, 1, 2, 3};
+    dl_batch b = {ntok, tok, seq, pos};
+    be->begin(be, &b, NULL);
+    float y[4 * 21];
+    fast_on();
+    be->embed(be, y, &e);
+    int ok = 1;
+    for (int i = 0; i < ntok; i++)
+        for (int j = 0; j < d; j++) ok &= y[i * d + j] == (float)q[tok[i] * d + j] * sc[tok[i]];
+    CHECK(ok);
+}
+
 static void test_rmsnorm(dl_backend *be) {
     static const int ds[] = {1, 7, 8, 64, 100, 1027, 4096};
     for (size_t di = 0; di < sizeof ds / sizeof *ds; di++)
@@ -318,6 +339,7 @@ int main(void) {
     if (!be) return TEST_END();
     test_misc(be);
     test_embed(be);
+    test_embed_i8(be);
     test_rmsnorm(be);
     test_rope(be);
     static const int cfg[][3] = {{4, 4, 64}, {8, 2, 128}, {8, 2, 64}, {6, 3, 72}, {4, 1, 20}, {16, 4, 128}};

@@ -113,7 +113,9 @@ static int cpu_begin(dl_backend *be, const dl_batch *b, const dl_kvcache *kv) {
 static void op_embed(dl_backend *be, float *x, const dl_weight *emb) {
     cpu_state *st = S(be);
     cpu_args a = {.y = x, .w = emb, .d = (int)emb->k, .b = &st->batch};
-    run(st, pick(st, &K_embed, &K_embed_ref, FAST(cpu_embed_avx2), cpu_embed_ref), &a,
+    int plain = emb->dtype == DT_F32 || emb->dtype == DT_F16 || emb->dtype == DT_BF16;
+    /* quantized tables (fp8 / int8 with scales) take the reference path */
+    run(st, pick(st, &K_embed, &K_embed_ref, plain ? FAST(cpu_embed_avx2) : NULL, cpu_embed_ref), &a,
         (size_t)st->batch.ntok, 16);
 }
 

@@ -54,7 +54,7 @@ static void mm_ref(void *ctx, size_t n0, size_t n1) {
     const dl_weight *w = c->w;
     int64_t K = w->k, N = w->n;
     for (size_t n = n0; n < n1; n++) {
-        double b = w->bias ? cpu_loadf(w->bias_dtype, w->bias, (int64_t)n) : 0.0;
+        double b = w_bias_at(w, (int64_t)n);
         for (int m = 0; m < c->M; m++) {
             const float *x = c->x + (size_t)m * (size_t)K;
             double acc = 0;
@@ -143,7 +143,7 @@ CPU_AVX2_INLINE __m256 wt_bf16(const void *p, size_t i, int r) {
         for (size_t nb = n0; nb < n1; nb += MM_NB) {                                             \
             size_t ne = nb + MM_NB < n1 ? nb + MM_NB : n1, nn = ne - nb;                         \
             for (size_t n = nb; n < ne; n++)                                                     \
-                bias[n - nb] = w->bias ? cpu_loadf(w->bias_dtype, w->bias, (int64_t)n) : 0.0f;   \
+                bias[n - nb] = w_bias_at(w, (int64_t)n);                                         \
             size_t m = 0;                                                                        \
             if (M >= 4) /* prefill: 4 x rows at a time, k in L1-sized blocks */                  \
                 for (; m + 4 <= M; m += 4) {                                                     \

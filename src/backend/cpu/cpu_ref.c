@@ -28,7 +28,7 @@ void cpu_embed_ref(const cpu_args *a, size_t i0, size_t i1) {
     for (size_t i = i0; i < i1; i++) {
         int64_t t = a->b->tokens[i];
         float *y = a->y + i * (size_t)a->d;
-        for (int j = 0; j < a->d; j++) y[j] = cpu_loadf(e->dtype, e->data, t * e->ld + j);
+        for (int j = 0; j < a->d; j++) y[j] = w_get(e, t, j); /* any format, with scales */
     }
 }
 
