@@ -21,7 +21,7 @@ test: build
 asan-test:
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DDOTLM_SANITIZE=ON >/dev/null
 	cmake --build build-asan -j $(JOBS)
-	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -L unit -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -L 'unit|asan' -j $(JOBS)
 
 clean:
 	rm -rf $(BUILD) build-asan demo-model

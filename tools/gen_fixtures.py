@@ -209,24 +209,44 @@ def quantized_fixture(out, name, kw, scheme, seed, model_type="qwen3", scale_dty
     if kw.get("tie_word_embeddings"):
         tensors.pop("lm_head.weight", None)
     model.load_state_dict({**sd, **deq_sd})
-    rng = np.random.default_rng(seed)
-    prompt = rng.integers(0, kw["vocab_size"], PROMPT_LEN).tolist()
-    # weight-only reference
-    logits_wo, greedy_wo = ref_outputs(model, prompt)
-    # declared reference: emulate activation quantization on every quantized linear
     hooks = []
-    for mname, mod in model.named_modules():
-        if isinstance(mod, torch.nn.Linear) and mname + ".weight" in deq_sd:
-            if scheme == "fp8_block":
-                fn = lambda m, a: (act_fp8_group(a[0], 128),)
-            elif scheme == "fp8_channel":
-                fn = lambda m, a: (act_fp8_token(a[0]),)
-            else:
-                fn = lambda m, a: (act_int8_token(a[0]),)
-            hooks.append(mod.register_forward_pre_hook(fn))
-    logits_dec, greedy_dec = ref_outputs(model, prompt)
-    for h in hooks:
-        h.remove()
+
+    def declared(on):
+        """Emulate the declared activation quantization on every quantized linear."""
+        for h in hooks:
+            h.remove()
+        hooks.clear()
+        if not on:
+            return
+        for mname, mod in model.named_modules():
+            if isinstance(mod, torch.nn.Linear) and mname + ".weight" in deq_sd:
+                if scheme == "fp8_block":
+                    fn = lambda m, a: (act_fp8_group(a[0], 128),)
+                elif scheme == "fp8_channel":
+                    fn = lambda m, a: (act_fp8_token(a[0]),)
+                else:
+                    fn = lambda m, a: (act_int8_token(a[0]),)
+                hooks.append(mod.register_forward_pre_hook(fn))
+
+    # Declared (dynamic activation quantization) references are only well
+    # defined where no activation sits within rounding noise of a quantization
+    # tie: one fp8/int8 code flip moves a logit by ~0.1 in these tiny models.
+    # Pick the first prompt whose declared logits agree between float32 and
+    # float64 evaluation of the same model (its conditioning is recorded).
+    rng = np.random.default_rng(seed)
+    for tries in range(1, 41):
+        prompt = rng.integers(0, kw["vocab_size"], PROMPT_LEN).tolist()
+        declared(True)
+        logits_dec, greedy_dec = ref_outputs(model, prompt)
+        model.double()
+        with torch.no_grad():
+            l64 = model(torch.tensor([prompt])).logits[0].double().numpy()
+        model.float()
+        cond = float(np.abs(l64 - logits_dec).max())
+        if cond < 1e-3:
+            break
+    declared(False)
+    logits_wo, greedy_wo = ref_outputs(model, prompt)
     cfg = model.config.to_dict()
     for k in ("_attn_implementation", "_name_or_path"):
         cfg.pop(k, None)
@@ -258,8 +278,9 @@ def quantized_fixture(out, name, kw, scheme, seed, model_type="qwen3", scale_dty
               metadata={"format": "pt"})
     np.save(os.path.join(d, "ref_logits_declared.npy"), logits_dec.astype(np.float32))
     save_ref(d, prompt, logits_wo, greedy_wo,
-             {"tol": 2e-3, "tol_declared": 2e-2, "greedy_declared": greedy_dec, "scheme": scheme})
-    print(f"{name}: logits std {logits_wo.std():.3f}, wo-vs-declared max diff "
+             {"tol": 2e-3, "tol_declared": 2e-2, "greedy_declared": greedy_dec, "scheme": scheme,
+              "declared_fp32_vs_fp64": cond, "prompt_tries": tries})
+    print(f"{name}: prompt try {tries}, declared fp32-vs-fp64 {cond:.2e}, logits std {logits_wo.std():.3f}, wo-vs-declared max diff "
           f"{np.abs(logits_wo - logits_dec).max():.4f}, greedy {greedy_wo}")
 
 
