@@ -352,7 +352,7 @@ int main(void) {
     static const char *ops[] = {"embed", "rmsnorm", "rope", "kv_write", "attention", "silu_mul", "add"};
     int fast = 0;
 #if defined(__x86_64__)
-    fast = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    fast = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #endif
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
         char f[64], r[64];

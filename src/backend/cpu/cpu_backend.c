@@ -6,6 +6,9 @@
 #include <string.h>
 
 #include "backend/cpu/cpu_internal.h"
+#if CPU_X86
+#include <cpuid.h>
+#endif
 #include "core/err.h"
 #include "core/kreg.h"
 
@@ -178,11 +181,20 @@ static void op_gather_rows(dl_backend *be, float *dst, const float *src, const i
         memmove(dst + (size_t)i * d, src + (size_t)idx[i] * d, (size_t)d * sizeof(float));
 }
 
+/* AVX2 + FMA + F16C usable: CPUID bits and OS support for YMM state (XCR0).
+ * Read with cpuid directly (clang's __builtin_cpu_supports lacks "f16c"). */
 static int has_avx2(void) {
 #if CPU_X86
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("f16c");
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    int fma = (c >> 12) & 1, osxsave = (c >> 27) & 1, avx = (c >> 28) & 1, f16c = (c >> 29) & 1;
+    if (!(fma && osxsave && avx && f16c)) return 0;
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    if ((lo & 6) != 6) return 0; /* XMM and YMM state enabled */
+    if (__get_cpuid_max(0, NULL) < 7) return 0;
+    __cpuid_count(7, 0, a, b, c, d);
+    return (b >> 5) & 1; /* AVX2 */
 #else
     return 0;
 #endif
