@@ -146,7 +146,7 @@ static void test_chunked_vs_recurrent(dl_backend *be) {
                        "recurrent vs double ref n=%d Hk=%d Hv=%d cont=%d: out %.2e state %.2e", n,
                        Hk, Hv, cont, e3, e4);
                 /* direct: chunked forced at every length, per head */
-                float *scratch = malloc(cpu_gdn_chunk_scratch(Dk, Dv) * 4);
+                double *scratch = malloc(cpu_gdn_scratch(Dk, Dv) * sizeof(double));
                 int32_t *tok = malloc((size_t)n * 4);
                 for (int i = 0; i < n; i++) tok[i] = i;
                 float *o_d = malloc(on * 4), *S_d = malloc(sd * 4);

@@ -19,7 +19,6 @@
 #include "core/err.h"
 #include "model/hybrid.h"
 
-#define HYB_MAX_DV 1024   /* widest value head the backends take */
 #define HYB_MAX_KERNEL 16 /* longest conv kernel the backends take */
 #define HYB_L2_EPS 1e-6f  /* l2norm eps of q / k (FLA / transformers) */
 
@@ -71,10 +70,9 @@ int hybrid_bind_layer(dl_model *m, int i, const char *pre) {
         return dl_err("%s: linear attention needs linear_num_value_heads (%d) a multiple of "
                       "linear_num_key_heads (%d) and positive head dims / conv kernel",
                       m->dir, Hv, Hk);
-    if (Dv > HYB_MAX_DV || K > HYB_MAX_KERNEL)
-        return dl_err("%s: linear_value_head_dim %d / linear_conv_kernel_dim %d exceed what dotlm "
-                      "runs (%d / %d)",
-                      m->dir, Dv, K, HYB_MAX_DV, HYB_MAX_KERNEL);
+    if (K > HYB_MAX_KERNEL)
+        return dl_err("%s: linear_conv_kernel_dim %d exceeds what dotlm runs (%d)", m->dir, K,
+                      HYB_MAX_KERNEL);
     hybrid_layer *h = calloc(1, sizeof *h);
     if (!h) return dl_err("out of memory");
     m->layers[i].hyb = h;

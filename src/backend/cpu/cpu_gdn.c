@@ -12,6 +12,7 @@
 #include "backend/cpu/cpu_gdn.h"
 #include "backend/cpu/cpu_internal.h"
 #include "core/kreg.h"
+#include "core/log.h"
 
 static kreg_kernel K_chunk = KREG_KERNEL("cpu.gdn.chunked", "chunked (UT transform) gated delta rule for prefill runs");
 static kreg_kernel K_rec = KREG_KERNEL("cpu.gdn.recurrent.ref", "token-by-token gated delta rule");
@@ -196,8 +197,8 @@ typedef struct {
 
 static void gdn_cb(void *ctx, size_t i0, size_t i1) {
     gdn_ctx *p = ctx;
-    float *scratch = NULL;
     int r = p->Hv / p->Hk;
+    double *scratch = malloc(cpu_gdn_scratch(p->Dk, p->Dv) * sizeof(double));
     for (size_t it = i0; it < i1; it++) {
         int gi = (int)(it / (size_t)p->Hv), h = (int)(it % (size_t)p->Hv), kh = h / r;
         size_t dd = (size_t)p->Dk * p->Dv;
@@ -215,13 +216,16 @@ static void gdn_cb(void *ctx, size_t i0, size_t i1) {
             if (p->pos[p->idx[a]] == 0) memset(Sh, 0, dd * sizeof(float));
             run.tok = p->idx + a;
             run.n = e - a;
-            if (p->chunked && run.n >= CPU_GDN_CHUNK_MIN && !scratch)
-                scratch = malloc(cpu_gdn_chunk_scratch(p->Dk, p->Dv) * sizeof(float));
-            if (p->chunked && run.n >= CPU_GDN_CHUNK_MIN && scratch) {
+            if (!scratch) {
+                /* out of memory: make the failure visible in the output */
+                LOGW("cpu gdn: out of memory for scratch; output set to NaN");
+                for (int i = 0; i < run.n; i++)
+                    for (int j = 0; j < p->Dv; j++) run.out[(size_t)run.tok[i] * run.ldv + j] = NAN;
+            } else if (p->chunked && run.n >= CPU_GDN_CHUNK_MIN) {
                 cpu_gdn_chunked(&run, Sh, scratch);
                 atomic_store_explicit(&p->used_chunk, 1, memory_order_relaxed);
             } else {
-                cpu_gdn_recurrent(&run, Sh);
+                cpu_gdn_recurrent(&run, Sh, scratch);
                 atomic_store_explicit(&p->used_rec, 1, memory_order_relaxed);
             }
             a = e;

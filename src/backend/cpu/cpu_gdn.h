@@ -17,8 +17,6 @@
  * chunked form (when cpu.gdn.chunked is on); shorter runs (decode) take the
  * token-by-token recurrence. */
 #define CPU_GDN_CHUNK_MIN 16
-/* Widest value head the CPU ops take (stack scratch of the recurrence). */
-#define CPU_GDN_MAX_DV 1024
 
 /* Fill the Gated DeltaNet slots of the CPU backend's op table (copy2d,
  * sigmoid_mul, conv1d_silu, l2norm, gdn_gates, gdn, gated_rmsnorm). */
@@ -37,13 +35,14 @@ typedef struct {
     int n, Dk, Dv;
 } cpu_gdn_run;
 
+/* Both forms compute in double on a copy of S; scratch holds
+ * cpu_gdn_scratch(Dk, Dv) doubles. */
+size_t cpu_gdn_scratch(int Dk, int Dv);
 /* Token-by-token recurrence (reference): S *= exp(g); u = k^T S;
  * S += k (x) (beta * (v - u)); out = q^T S. */
-void cpu_gdn_recurrent(const cpu_gdn_run *r, float *S);
+void cpu_gdn_recurrent(const cpu_gdn_run *r, float *S, double *scratch);
 /* Chunked form: chunks of up to CPU_GDN_CHUNK tokens, each solved with the
  * UT transform (forward substitution of the unit lower-triangular system of
- * the intra-chunk delta updates), then one state update per chunk. scratch:
- * cpu_gdn_chunk_scratch(Dk, Dv) floats. Same answer as the recurrence
- * within rounding. */
-void cpu_gdn_chunked(const cpu_gdn_run *r, float *S, float *scratch);
-size_t cpu_gdn_chunk_scratch(int Dk, int Dv);
+ * the intra-chunk delta updates), then one state update per chunk. Same
+ * answer as the recurrence within rounding. */
+void cpu_gdn_chunked(const cpu_gdn_run *r, float *S, double *scratch);

@@ -12,84 +12,107 @@
  * representation) solved by forward substitution. Then
  *   o_i  = exp(c_i) q_i^T S0 + sum_{j<=i} exp(c_i - c_j) (q_i . k_j) u_j
  *   S_C  = exp(c_{C-1}) S0 + sum_j exp(c_{C-1} - c_j) k_j u_j^T.
- * Every exponent is <= 0 (g < 0), so nothing overflows. */
+ * Every exponent is <= 0 (g < 0), so nothing overflows.
+ *
+ * Both forms compute in double on a double copy of the state (the stored
+ * state stays fp32): the gated RMSNorm after the rule rescales each head's
+ * output to unit size, so a head whose output is small would otherwise turn
+ * the two forms' different fp32 rounding into visible logit differences. */
 #include <math.h>
 #include <string.h>
 
 #include "backend/cpu/cpu_gdn.h"
 
 /* y[0..n) += a * x[0..n) */
-static inline void axpy(float *restrict y, float a, const float *restrict x, int n) {
+static inline void axpy(double *restrict y, double a, const double *restrict x, int n) {
     for (int j = 0; j < n; j++) y[j] += a * x[j];
 }
 
-static inline float dot(const float *restrict a, const float *restrict b, int n) {
-    float s = 0.0f;
+static inline double dot(const double *restrict a, const double *restrict b, int n) {
+    double s = 0.0;
     for (int j = 0; j < n; j++) s += a[j] * b[j];
     return s;
 }
 
 /* out[0..Dv) = x^T S for x [Dk], S [Dk, Dv]. */
-static void vec_mat(float *restrict out, const float *restrict x, const float *restrict S, int Dk,
-                    int Dv) {
-    memset(out, 0, (size_t)Dv * sizeof(float));
+static void vec_mat(double *restrict out, const double *restrict x, const double *restrict S,
+                    int Dk, int Dv) {
+    memset(out, 0, (size_t)Dv * sizeof(double));
     for (int d = 0; d < Dk; d++) axpy(out, x[d], S + (size_t)d * Dv, Dv);
 }
 
-void cpu_gdn_recurrent(const cpu_gdn_run *r, float *S) {
+static void load_state(double *D, const float *S, size_t n) {
+    for (size_t i = 0; i < n; i++) D[i] = S[i];
+}
+static void store_state(float *S, const double *D, size_t n) {
+    for (size_t i = 0; i < n; i++) S[i] = (float)D[i];
+}
+static void load_vec(double *d, const float *s, int n) {
+    for (int i = 0; i < n; i++) d[i] = s[i];
+}
+static void store_vec(float *d, const double *s, int n) {
+    for (int i = 0; i < n; i++) d[i] = (float)s[i];
+}
+
+size_t cpu_gdn_scratch(int Dk, int Dv) {
+    size_t C = CPU_GDN_CHUNK;
+    /* state [Dk, Dv]; Qc, Kc [C, Dk]; U [C, Dv]; KK, QK [C, C]; c, w [C]; tmp, tmp2 [Dv] */
+    return (size_t)Dk * Dv + 2 * C * (size_t)Dk + C * (size_t)Dv + 2 * C * C + 2 * C +
+           2 * (size_t)Dv;
+}
+
+void cpu_gdn_recurrent(const cpu_gdn_run *r, float *Sf, double *scratch) {
     int Dk = r->Dk, Dv = r->Dv;
-    float u[CPU_GDN_MAX_DV], o[CPU_GDN_MAX_DV];
+    double *S = scratch, *u = S + (size_t)Dk * Dv, *o = u + Dv, *q = o + Dv, *k = q + Dk;
+    load_state(S, Sf, (size_t)Dk * Dv);
     for (int i = 0; i < r->n; i++) {
         size_t t = (size_t)r->tok[i];
-        const float *q = r->q + t * r->ldq, *k = r->k + t * r->ldq, *v = r->v + t * r->ldv;
-        float e = expf(r->g[t * r->ldg]), b = r->beta[t * r->ldg];
+        load_vec(q, r->q + t * r->ldq, Dk);
+        load_vec(k, r->k + t * r->ldq, Dk);
+        const float *v = r->v + t * r->ldv;
+        double e = exp((double)r->g[t * r->ldg]), b = r->beta[t * r->ldg];
         /* pass 1: decay the state and read u = k^T S */
-        memset(u, 0, (size_t)Dv * sizeof(float));
+        memset(u, 0, (size_t)Dv * sizeof(double));
         for (int d = 0; d < Dk; d++) {
-            float *row = S + (size_t)d * Dv;
+            double *row = S + (size_t)d * Dv;
             for (int j = 0; j < Dv; j++) row[j] *= e;
             axpy(u, k[d], row, Dv);
         }
         for (int j = 0; j < Dv; j++) u[j] = (v[j] - u[j]) * b;
         /* pass 2: rank-1 update and read out = q^T S */
-        memset(o, 0, (size_t)Dv * sizeof(float));
+        memset(o, 0, (size_t)Dv * sizeof(double));
         for (int d = 0; d < Dk; d++) {
-            float *row = S + (size_t)d * Dv;
+            double *row = S + (size_t)d * Dv;
             axpy(row, k[d], u, Dv);
             axpy(o, q[d], row, Dv);
         }
-        memcpy(r->out + t * r->ldv, o, (size_t)Dv * sizeof(float));
+        store_vec(r->out + t * r->ldv, o, Dv);
     }
-}
-
-size_t cpu_gdn_chunk_scratch(int Dk, int Dv) {
-    size_t C = CPU_GDN_CHUNK;
-    /* Qc, Kc [C, Dk]; U [C, Dv]; KK, QK [C, C]; c, w [C]; tmp [Dv] */
-    return 2 * C * (size_t)Dk + C * (size_t)Dv + 2 * C * C + 2 * C + (size_t)Dv;
+    store_state(Sf, S, (size_t)Dk * Dv);
 }
 
 /* One chunk of C <= CPU_GDN_CHUNK tokens (tok[0..C)) from state S. */
-static void chunk(const cpu_gdn_run *r, const int32_t *tok, int C, float *S, float *scratch) {
+static void chunk(const cpu_gdn_run *r, const int32_t *tok, int C, double *S, double *scratch) {
     int Dk = r->Dk, Dv = r->Dv;
     const int CM = CPU_GDN_CHUNK;
-    float *Qc = scratch, *Kc = Qc + (size_t)CM * Dk, *U = Kc + (size_t)CM * Dk;
-    float *KK = U + (size_t)CM * Dv, *QK = KK + (size_t)CM * CM, *c = QK + (size_t)CM * CM;
-    float *w = c + CM, *tmp = w + CM;
+    double *Qc = scratch, *Kc = Qc + (size_t)CM * Dk, *U = Kc + (size_t)CM * Dk;
+    double *KK = U + (size_t)CM * Dv, *QK = KK + (size_t)CM * CM, *c = QK + (size_t)CM * CM;
+    double *w = c + CM, *tmp = w + CM;
     double acc = 0.0;
     for (int i = 0; i < C; i++) {
         size_t t = (size_t)tok[i];
-        memcpy(Qc + (size_t)i * Dk, r->q + t * r->ldq, (size_t)Dk * sizeof(float));
-        memcpy(Kc + (size_t)i * Dk, r->k + t * r->ldq, (size_t)Dk * sizeof(float));
+        load_vec(Qc + (size_t)i * Dk, r->q + t * r->ldq, Dk);
+        load_vec(Kc + (size_t)i * Dk, r->k + t * r->ldq, Dk);
         acc += r->g[t * r->ldg];
-        c[i] = (float)acc;
+        c[i] = acc;
     }
     /* intra-chunk products with their decays */
     for (int i = 0; i < C; i++) {
-        const float *qi = Qc + (size_t)i * Dk, *ki = Kc + (size_t)i * Dk;
-        float bi = r->beta[(size_t)tok[i] * r->ldg];
+        const double *qi = Qc + (size_t)i * Dk, *ki = Kc + (size_t)i * Dk;
+        double bi = r->beta[(size_t)tok[i] * r->ldg];
         for (int j = 0; j <= i; j++) {
-            const float *kj = Kc + (size_t)j * Dk;
-            float dec = expf(c[i] - c[j]);
+            const double *kj = Kc + (size_t)j * Dk;
+            double dec = exp(c[i] - c[j]);
             QK[(size_t)i * CM + j] = dot(qi, kj, Dk) * dec;
             if (j < i) KK[(size_t)i * CM + j] = dot(ki, kj, Dk) * dec * bi;
         }
@@ -98,34 +121,37 @@ static void chunk(const cpu_gdn_run *r, const int32_t *tok, int C, float *S, flo
     for (int i = 0; i < C; i++) {
         size_t t = (size_t)tok[i];
         const float *v = r->v + t * r->ldv;
-        float bi = r->beta[t * r->ldg], e = expf(c[i]);
-        float *ui = U + (size_t)i * Dv;
+        double bi = r->beta[t * r->ldg], e = exp(c[i]);
+        double *ui = U + (size_t)i * Dv;
         vec_mat(tmp, Kc + (size_t)i * Dk, S, Dk, Dv);
         for (int j = 0; j < Dv; j++) ui[j] = bi * (v[j] - e * tmp[j]);
         for (int j = 0; j < i; j++) axpy(ui, -KK[(size_t)i * CM + j], U + (size_t)j * Dv, Dv);
     }
     /* outputs from the state before the chunk plus the intra-chunk part */
     for (int i = 0; i < C; i++) {
-        float *o = r->out + (size_t)tok[i] * r->ldv;
         vec_mat(tmp, Qc + (size_t)i * Dk, S, Dk, Dv);
-        float e = expf(c[i]);
+        double e = exp(c[i]);
         for (int j = 0; j < Dv; j++) tmp[j] *= e;
         for (int j = 0; j <= i; j++) axpy(tmp, QK[(size_t)i * CM + j], U + (size_t)j * Dv, Dv);
-        memcpy(o, tmp, (size_t)Dv * sizeof(float));
+        store_vec(r->out + (size_t)tok[i] * r->ldv, tmp, Dv);
     }
     /* state after the chunk */
-    float eC = expf(c[C - 1]);
-    for (int j = 0; j < C; j++) w[j] = expf(c[C - 1] - c[j]);
+    double eC = exp(c[C - 1]);
+    for (int j = 0; j < C; j++) w[j] = exp(c[C - 1] - c[j]);
     for (int d = 0; d < Dk; d++) {
-        float *row = S + (size_t)d * Dv;
+        double *row = S + (size_t)d * Dv;
         for (int j = 0; j < Dv; j++) row[j] *= eC;
         for (int j = 0; j < C; j++) axpy(row, w[j] * Kc[(size_t)j * Dk + d], U + (size_t)j * Dv, Dv);
     }
 }
 
-void cpu_gdn_chunked(const cpu_gdn_run *r, float *S, float *scratch) {
+void cpu_gdn_chunked(const cpu_gdn_run *r, float *Sf, double *scratch) {
+    size_t dd = (size_t)r->Dk * r->Dv;
+    double *S = scratch;
+    load_state(S, Sf, dd);
     for (int i0 = 0; i0 < r->n; i0 += CPU_GDN_CHUNK) {
         int C = r->n - i0 < CPU_GDN_CHUNK ? r->n - i0 : CPU_GDN_CHUNK;
-        chunk(r, r->tok + i0, C, S, scratch);
+        chunk(r, r->tok + i0, C, S, scratch + dd);
     }
+    store_state(Sf, S, dd);
 }
