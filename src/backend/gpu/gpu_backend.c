@@ -1,0 +1,526 @@
+/* GPU backend op table: memory, upload, per-forward batch state and the
+ * dispatch of every op to a kernel (CUDA or HIP, see gpu_kernels.h).
+ *
+ * Ops are asynchronous on one stream; nothing here waits for the device
+ * inside a forward except to_host()/sync(). Batch arrays (tokens, seq, pos,
+ * block table) are copied in begin() through double-buffered pinned staging,
+ * so the host never waits for the copy it just issued. Errors inside ops
+ * (which return void) are kept sticky and reported by the next sync(). */
+#include "backend/gpu/gpu_backend.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/err.h"
+#include "core/kreg.h"
+
+#ifdef DOTLM_HIP
+#define GPU_NAME "hip"
+#else
+#define GPU_NAME "cuda"
+#endif
+#define KN(s) GPU_NAME "." s
+
+static kreg_kernel K_GEMV[5] = {
+    KREG_KERNEL(KN("matmul.f32.gemv"), "fp32 GEMV M<=8, 16-byte loads, warp per row"),
+    KREG_KERNEL(KN("matmul.f16.gemv"), "fp16 GEMV M<=8, widened to fp32 FMA"),
+    KREG_KERNEL(KN("matmul.bf16.gemv"), "bf16 GEMV M<=8, shift to fp32 + FMA"),
+    KREG_KERNEL(KN("matmul.fp8.gemv"), "fp8 GEMV M<=8, shared fp32 table, block scale folded per chunk"),
+    KREG_KERNEL(KN("matmul.i8w.gemv"), "int8 weight-only GEMV M<=8 (fp32 activations)")};
+static kreg_kernel K_GEMM[5] = {
+    KREG_KERNEL(KN("matmul.f32.gemm"), "fp32 128x128 tiled GEMM, double-buffered smem"),
+    KREG_KERNEL(KN("matmul.f16.gemm"), "fp16 tiled GEMM, fp32 FMA"),
+    KREG_KERNEL(KN("matmul.bf16.gemm"), "bf16 tiled GEMM, fp32 FMA"),
+    KREG_KERNEL(KN("matmul.fp8.gemm"), "fp8 tiled GEMM, fp32 table, fp32 FMA"),
+    KREG_KERNEL(KN("matmul.i8w.gemm"), "int8 weight-only tiled GEMM")};
+static kreg_kernel K_REF = KREG_KERNEL(KN("matmul.ref"), "reference matmul, one thread per output");
+static kreg_kernel K_DOT2 =
+    KREG_KERNEL(KN("matmul.fp8.gemv_dot2"), "fp8 GEMV via fp16 dot2 (opt-in: DOTLM_GPU_FP8_DOT2=1)");
+static kreg_kernel K_I8_GEMV = KREG_KERNEL(KN("matmul.int8.gemv"), "W8A8 GEMV M<=8, dp4a, exact int32");
+static kreg_kernel K_I8_GEMM = KREG_KERNEL(KN("matmul.int8.gemm"), "W8A8 128x128 GEMM, dp4a, double-buffered");
+static kreg_kernel K_I8_REF = KREG_KERNEL(KN("matmul.int8.ref"), "W8A8 reference, one thread per output");
+static kreg_kernel K_AQ_I8 = KREG_KERNEL(KN("actq.int8"), "per-token int8 activation quantization");
+static kreg_kernel K_AQ_F8 = KREG_KERNEL(KN("actq.fp8"), "fp8 activation quantize-dequantize");
+static kreg_kernel K_ATT_SPLIT = KREG_KERNEL(KN("attention.split"), "split-KV decode attention (ntok<=8)");
+static kreg_kernel K_ATT_TILED = KREG_KERNEL(KN("attention.tiled"), "tiled causal GQA attention");
+static kreg_kernel K_EMBED = KREG_KERNEL(KN("embed"), "");
+static kreg_kernel K_RMS = KREG_KERNEL(KN("rmsnorm"), "");
+static kreg_kernel K_ROPE = KREG_KERNEL(KN("rope"), "");
+static kreg_kernel K_KVW = KREG_KERNEL(KN("kv_write"), "");
+static kreg_kernel K_SILU = KREG_KERNEL(KN("silu_mul"), "");
+static kreg_kernel K_ADD = KREG_KERNEL(KN("add"), "");
+static kreg_kernel K_GATHER = KREG_KERNEL(KN("gather_rows"), "");
+static kreg_kernel K_SIGM = KREG_KERNEL(KN("sigmoid_mul"), "");
+static kreg_kernel K_COPY2D = KREG_KERNEL(KN("copy2d"), "");
+
+#define GEMV_MAX_M 8
+
+typedef struct {
+    gk_weight g;
+    void *data, *scale, *bias; /* device allocations */
+} gpu_weight;
+
+typedef struct {
+    void *stream;
+    char devname[256];
+    int err;          /* sticky error from a void op */
+    char errmsg[512];
+    int dot2;         /* DOTLM_GPU_FP8_DOT2=1 */
+    /* batch state (device) */
+    int ntok;
+    int32_t *d_batch; /* [3 * cap]: tokens | seq | pos */
+    size_t d_batch_cap;
+    int32_t *d_btab;
+    size_t d_btab_cap;
+    int mbps;
+    /* pinned staging, double-buffered */
+    int32_t *h_stage[2];
+    size_t h_stage_cap[2];
+    void *ev[2];
+    int ev_used[2];
+    int cur;
+    /* workspaces */
+    void *ws;
+    size_t ws_cap;
+    void *wsa;
+    size_t wsa_cap;
+} gpu_impl;
+
+static gpu_impl *IMPL(dl_backend *be) { return (gpu_impl *)be->impl; }
+
+static void set_err(gpu_impl *g, const char *msg) {
+    if (g->err) return;
+    g->err = 1;
+    snprintf(g->errmsg, sizeof g->errmsg, "%s: %s", GPU_NAME, msg);
+}
+
+/* Grow a device buffer to at least `need` bytes; waits for the stream first
+ * so that no in-flight kernel still reads the old buffer. */
+static int ensure_dev(gpu_impl *g, void **buf, size_t *cap, size_t need) {
+    if (need <= *cap && *buf) return 0;
+    if (gpurt_sync(g->stream)) {
+        set_err(g, gpurt_errstr());
+        return -1;
+    }
+    gpurt_free(*buf);
+    *buf = NULL;
+    *cap = 0;
+    size_t n = need + need / 4 + 256;
+    if (gpurt_malloc(buf, n)) {
+        set_err(g, gpurt_errstr());
+        return -1;
+    }
+    *cap = n;
+    return 0;
+}
+
+/* ---------------- memory ---------------- */
+
+static void *gpu_alloc(dl_backend *be, size_t bytes) {
+    (void)be;
+    void *p = NULL;
+    if (gpurt_malloc(&p, bytes)) {
+        dl_err("%s: %s", GPU_NAME, gpurt_errstr());
+        return NULL;
+    }
+    return p;
+}
+
+static void gpu_free(dl_backend *be, void *p) {
+    (void)be;
+    gpurt_free(p);
+}
+
+static int n_scales(const dl_weight *w) {
+    switch (w->scale_kind) {
+    case WS_TENSOR: return 1;
+    case WS_CHANNEL: return (int)w->n;
+    case WS_BLOCK: return (int)(((w->n + w->bn - 1) / w->bn) * ((w->k + w->bk - 1) / w->bk));
+    default: return 0;
+    }
+}
+
+static float scalar_f32(dl_dtype t, const void *p, int64_t i) {
+    switch (t) {
+    case DT_F32: return ((const float *)p)[i];
+    case DT_BF16: return bf16_to_f32(((const uint16_t *)p)[i]);
+    case DT_F16: return f16_to_f32(((const uint16_t *)p)[i]);
+    default: return 0.0f;
+    }
+}
+
+static void release_gw(gpu_weight *gw) {
+    if (!gw) return;
+    gpurt_free(gw->data);
+    gpurt_free(gw->scale);
+    gpurt_free(gw->bias);
+    free(gw);
+}
+
+/* Upload w in its stored format (data bytes as they are); scales and bias
+ * are converted to fp32 (small). Fails on formats the kernels cannot run. */
+static int gpu_upload(dl_backend *be, dl_weight *w) {
+    (void)be;
+    const char *nm = w->name ? w->name : "?";
+    switch (w->dtype) {
+    case DT_F32: case DT_F16: case DT_BF16: case DT_F8E4M3: case DT_F8E5M2: case DT_I8: break;
+    default: return dl_err("%s: weight %s: dtype %s is not supported by the GPU backend", GPU_NAME, nm, dt_name(w->dtype));
+    }
+    if (w->scale_kind != WS_NONE && !w->scale)
+        return dl_err("%s: weight %s: scale kind set but no scale data", GPU_NAME, nm);
+    if (w->scale_kind != WS_NONE && w->scale_dtype != DT_F32 && w->scale_dtype != DT_BF16 && w->scale_dtype != DT_F16)
+        return dl_err("%s: weight %s: scale dtype %s not supported", GPU_NAME, nm, dt_name(w->scale_dtype));
+    if (w->scale_kind == WS_BLOCK && (w->bn <= 0 || w->bk <= 0))
+        return dl_err("%s: weight %s: bad block sizes %dx%d", GPU_NAME, nm, w->bn, w->bk);
+    if (w->dtype == DT_I8 && w->actq == ACT_INT8_TOKEN && w->scale_kind == WS_BLOCK)
+        return dl_err("%s: weight %s: W8A8 int8 with block scales is not supported", GPU_NAME, nm);
+    if (w->n <= 0 || w->k <= 0 || w->ld < w->k) return dl_err("%s: weight %s: bad shape", GPU_NAME, nm);
+    if (w->dev) return 0;
+    gpu_weight *gw = calloc(1, sizeof *gw);
+    if (!gw) return dl_err("%s: out of host memory", GPU_NAME);
+    const size_t es = dt_size(w->dtype);
+    /* last row needs only k elements: never read past the mapped tensor */
+    const size_t bytes = ((size_t)(w->n - 1) * (size_t)w->ld + (size_t)w->k) * es;
+    if (gpurt_malloc(&gw->data, bytes) || gpurt_h2d(gw->data, w->data, bytes)) goto fail;
+    int ns = n_scales(w);
+    if (ns > 0) {
+        float *h = malloc((size_t)ns * sizeof(float));
+        if (!h) { release_gw(gw); return dl_err("%s: out of host memory", GPU_NAME); }
+        for (int i = 0; i < ns; i++) h[i] = scalar_f32(w->scale_dtype, w->scale, i);
+        int rc = gpurt_malloc(&gw->scale, (size_t)ns * 4) || gpurt_h2d(gw->scale, h, (size_t)ns * 4);
+        free(h);
+        if (rc) goto fail;
+    }
+    if (w->bias) {
+        float *h = malloc((size_t)w->n * sizeof(float));
+        if (!h) { release_gw(gw); return dl_err("%s: out of host memory", GPU_NAME); }
+        for (int64_t i = 0; i < w->n; i++) h[i] = w_bias_at(w, i);
+        int rc = gpurt_malloc(&gw->bias, (size_t)w->n * 4) || gpurt_h2d(gw->bias, h, (size_t)w->n * 4);
+        free(h);
+        if (rc) goto fail;
+    }
+    gw->g.data = gw->data;
+    gw->g.scale = gw->scale;
+    gw->g.bias = gw->bias;
+    gw->g.n = w->n;
+    gw->g.k = w->k;
+    gw->g.ld = w->ld;
+    gw->g.dtype = (int)w->dtype;
+    gw->g.scale_kind = (int)w->scale_kind;
+    gw->g.bn = w->bn > 0 ? w->bn : 1;
+    gw->g.bk = w->bk > 0 ? w->bk : 1;
+    gw->g.kb = (int)((w->k + gw->g.bk - 1) / gw->g.bk);
+    w->dev = gw;
+    return 0;
+fail:
+    dl_err("%s: upload of weight %s: %s", GPU_NAME, nm, gpurt_errstr());
+    release_gw(gw);
+    return -1;
+}
+
+static void gpu_release(dl_backend *be, dl_weight *w) {
+    (void)be;
+    release_gw((gpu_weight *)w->dev);
+    w->dev = NULL;
+}
+
+static int gpu_to_host(dl_backend *be, void *dst, const void *src, size_t bytes) {
+    gpu_impl *g = IMPL(be);
+    if (gpurt_d2h_async(dst, src, bytes, g->stream) || gpurt_sync(g->stream))
+        return dl_err("%s: %s", GPU_NAME, gpurt_errstr());
+    return 0;
+}
+
+static int gpu_from_host(dl_backend *be, void *dst, const void *src, size_t bytes) {
+    gpu_impl *g = IMPL(be);
+    /* src is pageable and may be freed on return: complete before returning */
+    if (gpurt_h2d_async(dst, src, bytes, g->stream) || gpurt_sync(g->stream))
+        return dl_err("%s: %s", GPU_NAME, gpurt_errstr());
+    return 0;
+}
+
+static int gpu_sync(dl_backend *be) {
+    gpu_impl *g = IMPL(be);
+    if (gpurt_sync(g->stream)) set_err(g, gpurt_errstr());
+    if (g->err) {
+        g->err = 0;
+        return dl_err("%s", g->errmsg);
+    }
+    return 0;
+}
+
+static void gpu_destroy(dl_backend *be) {
+    if (!be) return;
+    gpu_impl *g = IMPL(be);
+    if (g) {
+        (void)gpurt_sync(g->stream);
+        gpurt_free(g->d_batch);
+        gpurt_free(g->d_btab);
+        gpurt_free(g->ws);
+        gpurt_free(g->wsa);
+        for (int i = 0; i < 2; i++) {
+            gpurt_host_free(g->h_stage[i]);
+            gpurt_event_destroy(g->ev[i]);
+        }
+        gpurt_stream_destroy(g->stream);
+        free(g);
+    }
+    free(be);
+}
+
+/* ---------------- batch state ---------------- */
+
+static int gpu_begin(dl_backend *be, const dl_batch *b, const dl_kvcache *kv) {
+    gpu_impl *g = IMPL(be);
+    const size_t nt = (size_t)(b->ntok > 0 ? b->ntok : 0);
+    const size_t nbt = kv && kv->block_table ? (size_t)kv->max_seqs * (size_t)kv->max_blocks_per_seq : 0;
+    const size_t need = (3 * nt + nbt) * sizeof(int32_t);
+    g->cur ^= 1;
+    const int c = g->cur;
+    /* the staging buffer was last used two forwards ago; its copy is long done */
+    if (g->ev_used[c] && gpurt_event_sync(g->ev[c])) return dl_err("%s: %s", GPU_NAME, gpurt_errstr());
+    if (need > g->h_stage_cap[c]) {
+        gpurt_host_free(g->h_stage[c]);
+        g->h_stage[c] = NULL;
+        g->h_stage_cap[c] = 0;
+        if (gpurt_host_alloc((void **)&g->h_stage[c], need + need / 2))
+            return dl_err("%s: %s", GPU_NAME, gpurt_errstr());
+        g->h_stage_cap[c] = need + need / 2;
+    }
+    int32_t *h = g->h_stage[c];
+    if (nt) {
+        memcpy(h, b->tokens, nt * 4);
+        memcpy(h + nt, b->seq, nt * 4);
+        memcpy(h + 2 * nt, b->pos, nt * 4);
+    }
+    if (nbt) memcpy(h + 3 * nt, kv->block_table, nbt * 4);
+    void *db = g->d_batch, *dt = g->d_btab;
+    if (ensure_dev(g, &db, &g->d_batch_cap, 3 * nt * 4 + 16) || ensure_dev(g, &dt, &g->d_btab_cap, nbt * 4 + 16)) {
+        g->d_batch = db;
+        g->d_btab = dt;
+        g->err = 0;
+        return dl_err("%s", g->errmsg);
+    }
+    g->d_batch = db;
+    g->d_btab = dt;
+    if (nt && gpurt_h2d_async(g->d_batch, h, 3 * nt * 4, g->stream)) return dl_err("%s: %s", GPU_NAME, gpurt_errstr());
+    if (nbt && gpurt_h2d_async(g->d_btab, h + 3 * nt, nbt * 4, g->stream))
+        return dl_err("%s: %s", GPU_NAME, gpurt_errstr());
+    if (gpurt_event_record(g->ev[c], g->stream)) return dl_err("%s: %s", GPU_NAME, gpurt_errstr());
+    g->ev_used[c] = 1;
+    g->ntok = (int)nt;
+    g->mbps = kv ? kv->max_blocks_per_seq : 0;
+    return 0;
+}
+
+static const int32_t *d_tokens(gpu_impl *g) { return g->d_batch; }
+static const int32_t *d_seq(gpu_impl *g) { return g->d_batch + g->ntok; }
+static const int32_t *d_pos(gpu_impl *g) { return g->d_batch + 2 * g->ntok; }
+
+/* ---------------- ops ---------------- */
+
+static void gpu_embed(dl_backend *be, float *x, const dl_weight *emb) {
+    gpu_impl *g = IMPL(be);
+    const gpu_weight *gw = emb->dev;
+    if (!gw) { set_err(g, "embed: weight not uploaded"); return; }
+    kreg_hit(&K_EMBED);
+    gk_embed(g->stream, x, &gw->g, d_tokens(g), g->ntok);
+}
+
+static void gpu_rmsnorm(dl_backend *be, float *y, const float *x, const dl_weight *w, int rows, int d,
+                        float eps, int zc) {
+    gpu_impl *g = IMPL(be);
+    const gpu_weight *gw = w->dev;
+    if (!gw) { set_err(g, "rmsnorm: weight not uploaded"); return; }
+    kreg_hit(&K_RMS);
+    gk_rmsnorm(g->stream, y, x, gw->g.data, gw->g.dtype, rows, d, eps, zc);
+}
+
+static int dt_slot(int dt) {
+    switch (dt) {
+    case DT_F32: return 0;
+    case DT_F16: return 1;
+    case DT_BF16: return 2;
+    case DT_F8E4M3: case DT_F8E5M2: return 3;
+    default: return 4; /* int8 weight-only */
+    }
+}
+
+static void gpu_matmul(dl_backend *be, float *y, const float *x, const dl_weight *w, int M) {
+    gpu_impl *g = IMPL(be);
+    const gpu_weight *gw = w->dev;
+    if (!gw) { set_err(g, "matmul: weight not uploaded"); return; }
+    if (M <= 0) return;
+    const gk_weight *gk = &gw->g;
+    const int k = (int)w->k;
+    if (w->dtype == DT_I8 && w->actq == ACT_INT8_TOKEN) {
+        const int kp = (k + 15) / 16 * 16;
+        const size_t xq_b = ((size_t)M * kp + 255) / 256 * 256;
+        if (ensure_dev(g, &g->ws, &g->ws_cap, xq_b + (size_t)M * 4)) return;
+        int8_t *xq = g->ws;
+        float *xs = (float *)((char *)g->ws + xq_b);
+        kreg_hit(&K_AQ_I8);
+        gk_actq_int8(g->stream, xq, xs, x, M, k, kp);
+        if (M <= GEMV_MAX_M && gk_int8_gemv_ok(gk) && kreg_use(&K_I8_GEMV))
+            gk_int8_gemv(g->stream, y, xq, xs, gk, M, kp);
+        else if (gk_int8_gemm_ok(gk) && kreg_use(&K_I8_GEMM))
+            gk_int8_gemm(g->stream, y, xq, xs, gk, M, kp);
+        else {
+            kreg_hit(&K_I8_REF);
+            gk_int8_ref(g->stream, y, xq, xs, gk, M, kp);
+        }
+        return;
+    }
+    const int fp8 = w->dtype == DT_F8E4M3 || w->dtype == DT_F8E5M2;
+    if (fp8 && w->actq != ACT_NATIVE) {
+        if (ensure_dev(g, &g->ws, &g->ws_cap, (size_t)M * k * 4)) return;
+        int group = w->actq == ACT_FP8_GROUP ? (w->bk > 0 ? w->bk : 128) : k;
+        float st = w->actq == ACT_FP8_STATIC ? w->act_scale : 0.0f;
+        if (w->actq == ACT_FP8_STATIC && !(st > 0.0f)) { set_err(g, "matmul: static fp8 activation scale missing"); return; }
+        kreg_hit(&K_AQ_F8);
+        gk_actq_fp8(g->stream, g->ws, x, M, k, group, st);
+        x = g->ws;
+    }
+    const int s = dt_slot(w->dtype);
+    if (M <= GEMV_MAX_M && gk_gemv_ok(gk)) {
+        if (fp8 && g->dot2 && kreg_use(&K_DOT2)) {
+            gk_gemv_fp8_dot2(g->stream, y, x, gk, M);
+            return;
+        }
+        if (kreg_use(&K_GEMV[s])) {
+            gk_gemv(g->stream, y, x, gk, M);
+            return;
+        }
+    }
+    if (gk_gemm_ok(gk) && kreg_use(&K_GEMM[s])) {
+        gk_gemm(g->stream, y, x, gk, M);
+        return;
+    }
+    kreg_hit(&K_REF);
+    gk_matmul_ref(g->stream, y, x, gk, M);
+}
+
+static void gpu_rope(dl_backend *be, float *x, int nh, int hd, const dl_rope *rope) {
+    gpu_impl *g = IMPL(be);
+    if (rope->rot > 512 || rope->rot > hd || rope->rot % 2) { set_err(g, "rope: rot must be even, <= head_dim and <= 512"); return; }
+    kreg_hit(&K_ROPE);
+    gk_rope(g->stream, x, g->ntok, nh, hd, rope->rot, rope->inv_freq, d_pos(g));
+}
+
+static void gpu_kv_write(dl_backend *be, dl_kvcache *kv, int layer, const float *k, const float *v) {
+    gpu_impl *g = IMPL(be);
+    if (kv->dtype != DT_F16 && kv->dtype != DT_F32) { set_err(g, "kv_write: KV dtype must be F16 or F32"); return; }
+    kreg_hit(&K_KVW);
+    gk_kv_write(g->stream, kv->k[layer], kv->v[layer], kv->dtype == DT_F16, k, v, g->ntok, kv->n_kv_heads,
+                kv->head_dim, kv->block_size, kv->max_blocks_per_seq, d_seq(g), d_pos(g), g->d_btab);
+}
+
+static void gpu_attention(dl_backend *be, float *out, const float *q, const dl_kvcache *kv, int layer, int nh,
+                          float scale) {
+    gpu_impl *g = IMPL(be);
+    if (!gk_attn_ok(kv->head_dim) || nh % kv->n_kv_heads) {
+        set_err(g, "attention: head_dim must be even and <= 256, heads a multiple of kv heads");
+        return;
+    }
+    gk_attn a = {.ntok = g->ntok, .nh = nh, .nkv = kv->n_kv_heads, .hd = kv->head_dim, .bs = kv->block_size,
+                 .mbps = kv->max_blocks_per_seq, .kv_f16 = kv->dtype == DT_F16, .scale = scale,
+                 .kc = kv->k[layer], .vc = kv->v[layer], .seq = d_seq(g), .pos = d_pos(g), .btab = g->d_btab};
+    if (g->ntok <= GEMV_MAX_M && kreg_use(&K_ATT_SPLIT)) {
+        if (ensure_dev(g, &g->wsa, &g->wsa_cap, gk_attn_split_ws(&a))) return;
+        gk_attn_split(g->stream, out, q, &a, g->wsa);
+        return;
+    }
+    kreg_hit(&K_ATT_TILED);
+    gk_attn_tiled(g->stream, out, q, &a);
+}
+
+static void gpu_silu_mul(dl_backend *be, float *out, const float *gate, const float *up, size_t n) {
+    kreg_hit(&K_SILU);
+    gk_silu_mul(IMPL(be)->stream, out, gate, up, n);
+}
+
+static void gpu_add(dl_backend *be, float *y, const float *x, size_t n) {
+    kreg_hit(&K_ADD);
+    gk_add(IMPL(be)->stream, y, x, n);
+}
+
+static void gpu_gather_rows(dl_backend *be, float *dst, const float *src, const int32_t *idx, int n, int d) {
+    kreg_hit(&K_GATHER);
+    gk_gather_rows(IMPL(be)->stream, dst, src, idx, n, d);
+}
+
+static void gpu_sigmoid_mul(dl_backend *be, float *y, const float *gate, size_t n) {
+    kreg_hit(&K_SIGM);
+    gk_sigmoid_mul(IMPL(be)->stream, y, gate, n);
+}
+
+static void gpu_copy2d(dl_backend *be, float *dst, int dst_ld, const float *src, int src_ld, int rows, int cols) {
+    kreg_hit(&K_COPY2D);
+    gk_copy2d(IMPL(be)->stream, dst, dst_ld, src, src_ld, rows, cols);
+}
+
+/* ---------------- create ---------------- */
+
+dl_backend *gpu_backend_create(const char *name) {
+    if (!name || strcmp(name, GPU_NAME) != 0) {
+        dl_err("backend '%s' not compiled in: this build has the %s backend", name ? name : "?", GPU_NAME);
+        return NULL;
+    }
+    int ndev = gpurt_device_count();
+    if (ndev <= 0) {
+        dl_err("%s: no GPU device found (%s runtime reports none)", GPU_NAME, GPU_NAME);
+        return NULL;
+    }
+    int dev = 0;
+    const char *e = getenv("DOTLM_GPU_DEVICE");
+    if (e) dev = atoi(e);
+    if (dev < 0 || dev >= ndev) {
+        dl_err("%s: DOTLM_GPU_DEVICE=%d but only %d device(s)", GPU_NAME, dev, ndev);
+        return NULL;
+    }
+    dl_backend *be = calloc(1, sizeof *be);
+    gpu_impl *g = calloc(1, sizeof *g);
+    if (!be || !g) {
+        free(be);
+        free(g);
+        dl_err("%s: out of host memory", GPU_NAME);
+        return NULL;
+    }
+    be->impl = g;
+    if (gpurt_open(dev, g->devname, sizeof g->devname) || gpurt_stream_create(&g->stream) ||
+        gpurt_event_create(&g->ev[0]) || gpurt_event_create(&g->ev[1])) {
+        dl_err("%s: init of device %d failed: %s", GPU_NAME, dev, gpurt_errstr());
+        gpu_destroy(be);
+        return NULL;
+    }
+    const char *d2 = getenv("DOTLM_GPU_FP8_DOT2");
+    g->dot2 = d2 && atoi(d2) != 0;
+    be->name = GPU_NAME;
+    be->alloc = gpu_alloc;
+    be->free = gpu_free;
+    be->upload = gpu_upload;
+    be->release = gpu_release;
+    be->to_host = gpu_to_host;
+    be->from_host = gpu_from_host;
+    be->sync = gpu_sync;
+    be->destroy = gpu_destroy;
+    be->begin = gpu_begin;
+    be->embed = gpu_embed;
+    be->rmsnorm = gpu_rmsnorm;
+    be->matmul = gpu_matmul;
+    be->rope = gpu_rope;
+    be->kv_write = gpu_kv_write;
+    be->attention = gpu_attention;
+    be->silu_mul = gpu_silu_mul;
+    be->add = gpu_add;
+    be->gather_rows = gpu_gather_rows;
+    be->sigmoid_mul = gpu_sigmoid_mul;
+    be->copy2d = gpu_copy2d;
+    /* Gated DeltaNet ops (conv1d_silu, l2norm, gdn_gates, gdn, gated_rmsnorm)
+     * are not implemented on the GPU yet: left NULL ("unsupported"). */
+    return be;
+}
+
+const gk_weight *gpu_weight_view(const dl_weight *w) { return w->dev ? &((const gpu_weight *)w->dev)->g : NULL; }
+
+void *gpu_backend_stream(dl_backend *be) { return IMPL(be)->stream; }

@@ -1,0 +1,16 @@
+/* The GPU backend (CUDA, or HIP for AMD from the same sources). Built only
+ * with -DDOTLM_CUDA=ON or -DDOTLM_HIP=ON; be_create("cuda"/"hip") calls
+ * gpu_backend_create() in those builds. */
+#pragma once
+#include "backend/backend.h"
+#include "backend/gpu/gpu_kernels.h"
+
+/* Create the GPU backend on device 0 (DOTLM_GPU_DEVICE overrides). `name`
+ * is "cuda" or "hip" and must match the build. NULL + dl_errmsg when no
+ * device is present or the runtime fails. */
+dl_backend *gpu_backend_create(const char *name);
+
+/* For benchmarks and tests: the kernel view of an uploaded weight, and the
+ * backend's stream (launchers in gpu_kernels.h take it). */
+const gk_weight *gpu_weight_view(const dl_weight *w);
+void *gpu_backend_stream(dl_backend *be);

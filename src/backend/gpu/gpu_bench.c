@@ -1,0 +1,470 @@
+/* dotlm_gpu_bench: GPU numeric sweep + bandwidth/throughput benchmarks.
+ *
+ *   dotlm_gpu_bench [--quick] [--no-bench] [--no-sweep]
+ *
+ * 1. numeric sweep: every GPU matmul kernel (GEMV, GEMM, reference, dot2)
+ *    on every weight format against a float64 reference computed here from
+ *    w_get() (activations quantized on the host exactly as the policy says);
+ *    fp32-accumulating paths must be within 1e-5 of max|ref|, the fp16 dot2
+ *    variant within 2e-3.
+ * 2. device-to-device copy bandwidth (bytes read + written) and peak
+ *    microbenchmarks (fp32 FMA, fp16 packed FMA/dot2, dp4a).
+ * 3. decode GEMV at M = 1, 2, 4, 8 for bf16, fp8 block 128x128 and int8 on
+ *    5120x17408, 17408x5120, 6144x5120 (n x k), rotating weight copies so the
+ *    L2 cache cannot serve them; weight GB/s and % of copy bandwidth.
+ * 4. prefill GEMM at M = 512..4096: TFLOP/s (TOP/s) vs the measured peak.
+ * Exit status: 0 when the sweep passed, 1 otherwise (benchmarks never fail). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend/gpu/gpu_backend.h"
+#include "core/err.h"
+#include "core/kreg.h"
+#include "quant/fp8.h"
+
+#ifdef DOTLM_HIP
+#define BE_NAME "hip"
+#else
+#define BE_NAME "cuda"
+#endif
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+static float rndf(void) { return (float)((rnd() >> 40) * (1.0 / 16777216.0) * 2.0 - 1.0); }
+
+/* Fill a host weight of the given format with random non-zero data. */
+typedef struct {
+    dl_weight w;
+    void *data, *scale, *bias;
+} hweight;
+
+static int rand_fp8(int e5) {
+    for (;;) {
+        int c = (int)(rnd() & 255);
+        if (!e5 && (c & 0x7f) == 0x7f) continue;
+        if (e5 && ((c >> 2) & 31) == 31) continue;
+        if ((c & 0x7f) == 0) continue;
+        return c;
+    }
+}
+
+static int hw_make(hweight *h, dl_dtype dt, int64_t n, int64_t k, int64_t ld, dl_wscale sk, int bn, int bk,
+                   dl_actq aq, int bias) {
+    memset(h, 0, sizeof *h);
+    size_t es = dt_size(dt), cnt = (size_t)n * (size_t)ld;
+    h->data = malloc(cnt * es);
+    if (!h->data) return -1;
+    for (size_t i = 0; i < cnt; i++) {
+        float f = rndf();
+        if (f == 0.0f) f = 0.5f;
+        switch (dt) {
+        case DT_F32: ((float *)h->data)[i] = f; break;
+        case DT_F16: ((uint16_t *)h->data)[i] = f32_to_f16(f); break;
+        case DT_BF16: ((uint16_t *)h->data)[i] = f32_to_bf16(f); break;
+        case DT_F8E4M3: ((uint8_t *)h->data)[i] = (uint8_t)rand_fp8(0); break;
+        case DT_F8E5M2: ((uint8_t *)h->data)[i] = (uint8_t)rand_fp8(1); break;
+        case DT_I8: {
+            int v = (int)(rnd() % 255) - 127;
+            ((int8_t *)h->data)[i] = (int8_t)(v ? v : 1);
+            break;
+        }
+        default: break;
+        }
+    }
+    int64_t ns = sk == WS_TENSOR ? 1 : sk == WS_CHANNEL ? n : sk == WS_BLOCK ? ((n + bn - 1) / bn) * ((k + bk - 1) / bk) : 0;
+    if (ns) {
+        h->scale = malloc((size_t)ns * 4);
+        for (int64_t i = 0; i < ns; i++) ((float *)h->scale)[i] = (0.5f + 0.5f * fabsf(rndf())) * (dt == DT_I8 ? 0.01f : 0.1f);
+    }
+    if (bias) {
+        h->bias = malloc((size_t)n * 4);
+        for (int64_t i = 0; i < n; i++) ((float *)h->bias)[i] = rndf();
+    }
+    h->w = (dl_weight){.name = "bench", .dtype = dt, .n = n, .k = k, .ld = ld, .data = h->data, .scale_kind = sk,
+                       .scale_dtype = DT_F32, .scale = h->scale, .bn = bn, .bk = bk, .actq = aq,
+                       .act_scale = 0.02f, .bias = h->bias, .bias_dtype = DT_F32};
+    return 0;
+}
+
+static void hw_free(hweight *h) {
+    free(h->data);
+    free(h->scale);
+    free(h->bias);
+}
+
+/* Host activations as the weight's policy sees them (float64 reference). */
+static void ref_matmul(double *y, const float *x, const dl_weight *w, int M) {
+    int64_t k = w->k;
+    double *xa = malloc(sizeof(double) * (size_t)k);
+    for (int m = 0; m < M; m++) {
+        const float *xr = x + (size_t)m * k;
+        double xsc = 1.0;
+        if (w->dtype == DT_I8 && w->actq == ACT_INT8_TOKEN) {
+            float amax = 0.0f;
+            for (int64_t i = 0; i < k; i++) amax = fmaxf(amax, fabsf(xr[i]));
+            float s = amax > 0.0f ? amax / 127.0f : 1.0f;
+            for (int64_t i = 0; i < k; i++) {
+                float r = rintf(xr[i] / s);
+                xa[i] = fminf(fmaxf(r, -127.0f), 127.0f);
+            }
+            xsc = s;
+        } else if ((w->dtype == DT_F8E4M3 || w->dtype == DT_F8E5M2) && w->actq != ACT_NATIVE) {
+            int64_t grp = w->actq == ACT_FP8_GROUP ? w->bk : k;
+            for (int64_t g0 = 0; g0 < k; g0 += grp) {
+                int64_t g1 = g0 + grp < k ? g0 + grp : k;
+                float s = w->act_scale;
+                if (w->actq != ACT_FP8_STATIC) {
+                    float amax = 0.0f;
+                    for (int64_t i = g0; i < g1; i++) amax = fmaxf(amax, fabsf(xr[i]));
+                    s = amax > 0.0f ? amax / 448.0f : 1.0f;
+                }
+                for (int64_t i = g0; i < g1; i++)
+                    xa[i] = (double)fp8_e4m3_to_f32(fp8_e4m3_from_f32(xr[i] / s)) * s;
+            }
+        } else {
+            for (int64_t i = 0; i < k; i++) xa[i] = xr[i];
+        }
+        for (int64_t n = 0; n < w->n; n++) {
+            double acc = 0.0;
+            if (w->dtype == DT_I8 && w->actq == ACT_INT8_TOKEN) {
+                for (int64_t i = 0; i < k; i++) acc += xa[i] * (double)((const int8_t *)w->data)[n * w->ld + i];
+                acc = acc * xsc * w_scale_at(w, n, 0);
+            } else {
+                for (int64_t i = 0; i < k; i++) acc += xa[i] * (double)w_get(w, n, i);
+            }
+            y[(size_t)m * w->n + n] = acc + w_bias_at(w, n);
+        }
+    }
+    free(xa);
+}
+
+static dl_backend *be;
+static int n_pass, n_fail;
+
+/* One sweep case: run the op with `only` enabled among the matmul kernels. */
+static void sweep_case(const char *label, hweight *h, int M, const char *disable, double tol, const char *expect) {
+    dl_weight *w = &h->w;
+    float *x = malloc(sizeof(float) * (size_t)M * w->k), *y = malloc(sizeof(float) * (size_t)M * w->n);
+    double *ref = malloc(sizeof(double) * (size_t)M * w->n);
+    for (size_t i = 0; i < (size_t)M * w->k; i++) x[i] = rndf();
+    ref_matmul(ref, x, w, M);
+    float *dx = be->alloc(be, sizeof(float) * (size_t)M * w->k), *dy = be->alloc(be, sizeof(float) * (size_t)M * w->n);
+    kreg_reset_switches();
+    if (disable) kreg_disable(disable);
+    kreg_reset_counts();
+    int ok = dx && dy && be->from_host(be, dx, x, sizeof(float) * (size_t)M * w->k) == 0;
+    if (ok) {
+        be->matmul(be, dy, dx, w, M);
+        ok = be->sync(be) == 0 && be->to_host(be, y, dy, sizeof(float) * (size_t)M * w->n) == 0;
+    }
+    double mx = 0.0, err = 0.0;
+    for (size_t i = 0; ok && i < (size_t)M * w->n; i++) {
+        mx = fmax(mx, fabs(ref[i]));
+        err = fmax(err, fabs((double)y[i] - ref[i]));
+    }
+    double rel = err / (mx > 0 ? mx : 1e-30);
+    int ran = expect ? kreg_count(expect) > 0 : 1;
+    int pass = ok && rel <= tol && ran && !isnan(rel);
+    if (pass) n_pass++;
+    else n_fail++;
+    printf("  %-4s %-34s n=%-5lld k=%-5lld M=%-4d rel=%.2e tol=%.0e %s%s\n", pass ? "ok" : "FAIL", label,
+           (long long)w->n, (long long)w->k, M, rel, tol, expect ? expect : "", ran ? "" : " (did not run!)");
+    if (!ok) printf("       error: %s\n", dl_errmsg());
+    kreg_reset_switches();
+    be->free(be, dx);
+    be->free(be, dy);
+    free(x);
+    free(y);
+    free(ref);
+}
+
+static void sweep(int quick) {
+    printf("== numeric sweep vs float64 reference ==\n");
+    static const int shapes[][3] = {{96, 256, 256}, {200, 640, 640}, {130, 384, 400}};
+    static const int Ms[] = {1, 3, 8, 9, 70, 129};
+    const int nshape = quick ? 1 : 3, nM = quick ? 4 : 6;
+    struct {
+        const char *label;
+        dl_dtype dt;
+        dl_wscale sk;
+        dl_actq aq;
+        const char *k_gemv, *k_gemm;
+    } fm[] = {
+        {"f32", DT_F32, WS_NONE, ACT_NATIVE, BE_NAME ".matmul.f32.gemv", BE_NAME ".matmul.f32.gemm"},
+        {"f16", DT_F16, WS_NONE, ACT_NATIVE, BE_NAME ".matmul.f16.gemv", BE_NAME ".matmul.f16.gemm"},
+        {"bf16", DT_BF16, WS_NONE, ACT_NATIVE, BE_NAME ".matmul.bf16.gemv", BE_NAME ".matmul.bf16.gemm"},
+        {"fp8e4m3 tensor", DT_F8E4M3, WS_TENSOR, ACT_NATIVE, BE_NAME ".matmul.fp8.gemv", BE_NAME ".matmul.fp8.gemm"},
+        {"fp8e4m3 channel", DT_F8E4M3, WS_CHANNEL, ACT_NATIVE, BE_NAME ".matmul.fp8.gemv", BE_NAME ".matmul.fp8.gemm"},
+        {"fp8e4m3 block128", DT_F8E4M3, WS_BLOCK, ACT_NATIVE, BE_NAME ".matmul.fp8.gemv", BE_NAME ".matmul.fp8.gemm"},
+        {"fp8e5m2 block128", DT_F8E5M2, WS_BLOCK, ACT_NATIVE, BE_NAME ".matmul.fp8.gemv", BE_NAME ".matmul.fp8.gemm"},
+        {"fp8e4m3 block act=group", DT_F8E4M3, WS_BLOCK, ACT_FP8_GROUP, BE_NAME ".matmul.fp8.gemv", BE_NAME ".matmul.fp8.gemm"},
+        {"fp8e4m3 channel act=token", DT_F8E4M3, WS_CHANNEL, ACT_FP8_TOKEN, BE_NAME ".matmul.fp8.gemv", BE_NAME ".matmul.fp8.gemm"},
+        {"fp8e4m3 tensor act=static", DT_F8E4M3, WS_TENSOR, ACT_FP8_STATIC, BE_NAME ".matmul.fp8.gemv", BE_NAME ".matmul.fp8.gemm"},
+        {"int8 W8A8 channel", DT_I8, WS_CHANNEL, ACT_INT8_TOKEN, BE_NAME ".matmul.int8.gemv", BE_NAME ".matmul.int8.gemm"},
+        {"int8 weight-only channel", DT_I8, WS_CHANNEL, ACT_NATIVE, BE_NAME ".matmul.i8w.gemv", BE_NAME ".matmul.i8w.gemm"},
+    };
+    for (size_t f = 0; f < sizeof fm / sizeof fm[0]; f++) {
+        for (int s = 0; s < nshape; s++) {
+            hweight h;
+            int n = shapes[s][0], k = shapes[s][1], ld = shapes[s][2];
+            if (hw_make(&h, fm[f].dt, n, k, ld, fm[f].sk, 128, 128, fm[f].aq, s != 1)) continue;
+            if (be->upload(be, &h.w)) {
+                printf("  FAIL upload %s: %s\n", fm[f].label, dl_errmsg());
+                n_fail++;
+                hw_free(&h);
+                continue;
+            }
+            for (int mi = 0; mi < nM; mi++) {
+                int M = Ms[mi];
+                const char *fast = M <= 8 ? fm[f].k_gemv : fm[f].k_gemm;
+                sweep_case(fm[f].label, &h, M, NULL, 1e-5, fast);
+                if (M == 3 || M == 70) /* the GEMM on small M too, and the reference */
+                    sweep_case(fm[f].label, &h, M, BE_NAME ".matmul.*.gemv", 1e-5, fm[f].k_gemm);
+                if (M == 3)
+                    sweep_case(fm[f].label, &h, M, BE_NAME ".matmul.*.gem*",  1e-5,
+                               fm[f].aq == ACT_INT8_TOKEN ? BE_NAME ".matmul.int8.ref" : BE_NAME ".matmul.ref");
+            }
+            be->release(be, &h.w);
+            hw_free(&h);
+        }
+    }
+    /* odd shapes (k not a multiple of the vector width): reference path */
+    {
+        hweight h;
+        hw_make(&h, DT_BF16, 33, 77, 77, WS_NONE, 0, 0, ACT_NATIVE, 1);
+        if (be->upload(be, &h.w) == 0) {
+            sweep_case("bf16 odd k=77", &h, 2, NULL, 1e-5, BE_NAME ".matmul.ref");
+            be->release(be, &h.w);
+        }
+        hw_free(&h);
+        hw_make(&h, DT_I8, 33, 72, 72, WS_CHANNEL, 0, 0, ACT_INT8_TOKEN, 1);
+        if (be->upload(be, &h.w) == 0) {
+            sweep_case("int8 odd k=72", &h, 5, NULL, 1e-5, BE_NAME ".matmul.int8.ref");
+            be->release(be, &h.w);
+        }
+        hw_free(&h);
+    }
+    /* the fp16 dot2 variant, accuracy reported separately */
+    for (int e5 = 0; e5 < 2; e5++) {
+        hweight h;
+        hw_make(&h, e5 ? DT_F8E5M2 : DT_F8E4M3, 256, 1024, 1024, WS_BLOCK, 128, 128, ACT_NATIVE, 0);
+        if (be->upload(be, &h.w) == 0) {
+            for (int M = 1; M <= 8; M *= 2) {
+                dl_weight *w = &h.w;
+                float *x = malloc(sizeof(float) * (size_t)M * w->k), *y = malloc(sizeof(float) * (size_t)M * w->n);
+                double *ref = malloc(sizeof(double) * (size_t)M * w->n);
+                for (size_t i = 0; i < (size_t)M * w->k; i++) x[i] = rndf();
+                ref_matmul(ref, x, w, M);
+                float *dx = be->alloc(be, sizeof(float) * (size_t)M * w->k), *dy = be->alloc(be, sizeof(float) * (size_t)M * w->n);
+                be->from_host(be, dx, x, sizeof(float) * (size_t)M * w->k);
+                gk_gemv_fp8_dot2(gpu_backend_stream(be), dy, dx, gpu_weight_view(w), M);
+                int ok = be->sync(be) == 0 && be->to_host(be, y, dy, sizeof(float) * (size_t)M * w->n) == 0;
+                double mx = 0, err = 0;
+                for (size_t i = 0; ok && i < (size_t)M * w->n; i++) {
+                    mx = fmax(mx, fabs(ref[i]));
+                    err = fmax(err, fabs(y[i] - ref[i]));
+                }
+                double rel = err / (mx > 0 ? mx : 1e-30);
+                int pass = ok && rel <= 2e-3;
+                pass ? n_pass++ : n_fail++;
+                printf("  %-4s %-34s n=%-5d k=%-5d M=%-4d rel=%.2e tol=2e-03 (fp16 products)\n", pass ? "ok" : "FAIL",
+                       e5 ? "fp8e5m2 block gemv_dot2" : "fp8e4m3 block gemv_dot2", 256, 1024, M, rel);
+                be->free(be, dx);
+                be->free(be, dy);
+                free(x);
+                free(y);
+                free(ref);
+            }
+            be->release(be, &h.w);
+        }
+        hw_free(&h);
+    }
+    printf("sweep: %d passed, %d failed\n", n_pass, n_fail);
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Time `iters` calls of fn on the stream with events; returns seconds per call. */
+typedef void (*op_fn)(void *ctx, int i);
+static double time_op(op_fn fn, void *ctx, int warm, int iters) {
+    void *s = gpu_backend_stream(be), *e0 = NULL, *e1 = NULL;
+    gpurt_event_create(&e0);
+    gpurt_event_create(&e1);
+    for (int i = 0; i < warm; i++) fn(ctx, i);
+    gpurt_event_record(e0, s);
+    for (int i = 0; i < iters; i++) fn(ctx, i);
+    gpurt_event_record(e1, s);
+    gpurt_event_sync(e1);
+    double ms = gpurt_event_ms(e0, e1);
+    gpurt_event_destroy(e0);
+    gpurt_event_destroy(e1);
+    return ms * 1e-3 / iters;
+}
+
+typedef struct {
+    void *dst, *src;
+    size_t bytes;
+} copy_ctx;
+static void copy_fn(void *c, int i) {
+    (void)i;
+    copy_ctx *cc = c;
+    gpurt_d2d_async(cc->dst, cc->src, cc->bytes, gpu_backend_stream(be));
+}
+
+typedef struct {
+    hweight *h;
+    int ncopy;
+    dl_weight *w; /* [ncopy] */
+    float *x, *y;
+    int M;
+} mm_ctx;
+static void mm_fn(void *c, int i) {
+    mm_ctx *m = c;
+    be->matmul(be, m->y, m->x, &m->w[i % m->ncopy], m->M);
+}
+
+typedef struct {
+    const char *fmt, *shape;
+    int M;
+    double gbs, pct;
+    const char *kernel;
+} gemv_row;
+
+int main(int argc, char **argv) {
+    int quick = 0, do_bench = 1, do_sweep = 1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--no-bench")) do_bench = 0;
+        else if (!strcmp(argv[i], "--no-sweep")) do_sweep = 0;
+    }
+    double t0 = now_s();
+    be = gpu_backend_create(BE_NAME);
+    if (!be) {
+        printf("SKIP: %s\n", dl_errmsg());
+        return 0;
+    }
+    if (do_sweep) sweep(quick);
+    if (!do_bench) return n_fail ? 1 : 0;
+
+    /* copy bandwidth */
+    const size_t cb = (size_t)1 << 30;
+    copy_ctx cc = {be->alloc(be, cb), be->alloc(be, cb), cb};
+    double copy_bw = 0.0;
+    if (cc.dst && cc.src) {
+        gpurt_memset_async(cc.src, 1, cb, gpu_backend_stream(be));
+        double t = time_op(copy_fn, &cc, 2, 10);
+        copy_bw = 2.0 * cb / t;
+    }
+    be->free(be, cc.dst);
+    be->free(be, cc.src);
+    void *st = gpu_backend_stream(be);
+    double pk_f32 = gk_peak_fp32(st), pk_h2 = gk_peak_hfma2(st), pk_dp4a = gk_peak_dp4a(st);
+
+    /* decode GEMV */
+    static const int64_t shp[3][2] = {{5120, 17408}, {17408, 5120}, {6144, 5120}};
+    static const char *shn[3] = {"5120x17408", "17408x5120", "6144x5120"};
+    struct {
+        const char *name;
+        dl_dtype dt;
+        dl_wscale sk;
+        dl_actq aq;
+        const char *kern;
+    } bf[3] = {{"bf16", DT_BF16, WS_NONE, ACT_NATIVE, BE_NAME ".matmul.bf16.gemv"},
+               {"fp8 block", DT_F8E4M3, WS_BLOCK, ACT_NATIVE, BE_NAME ".matmul.fp8.gemv"},
+               {"int8 W8A8", DT_I8, WS_CHANNEL, ACT_INT8_TOKEN, BE_NAME ".matmul.int8.gemv"}};
+    gemv_row rows[64];
+    int nrows = 0;
+    double gemm_tf[3][4] = {{0}};
+    static const int gM[4] = {512, 1024, 2048, 4096};
+    float *dx = be->alloc(be, sizeof(float) * 4096 * 17408), *dy = be->alloc(be, sizeof(float) * 4096 * 17408);
+    if (!dx || !dy) {
+        printf("bench: %s\n", dl_errmsg());
+        return 1;
+    }
+    gpurt_memset_async(dx, 0, sizeof(float) * 4096 * 17408, st);
+    {
+        float *hx = malloc(sizeof(float) * 8 * 17408);
+        for (int i = 0; i < 8 * 17408; i++) hx[i] = rndf();
+        be->from_host(be, dx, hx, sizeof(float) * 8 * 17408);
+        free(hx);
+    }
+    for (int f = 0; f < 3; f++) {
+        for (int s = 0; s < 3; s++) {
+            hweight h;
+            if (hw_make(&h, bf[f].dt, shp[s][0], shp[s][1], shp[s][1], bf[f].sk, 128, 128, bf[f].aq, 0)) continue;
+            size_t wb = w_bytes(&h.w);
+            int ncopy = (int)((256u << 20) / wb) + 2;
+            dl_weight ws[16];
+            if (ncopy > 16) ncopy = 16;
+            int ok = 1;
+            for (int c = 0; c < ncopy; c++) {
+                ws[c] = h.w;
+                ws[c].dev = NULL;
+                if (be->upload(be, &ws[c])) {
+                    printf("upload: %s\n", dl_errmsg());
+                    ok = 0;
+                    ncopy = c;
+                    break;
+                }
+            }
+            mm_ctx mc = {&h, ncopy, ws, dx, dy, 1};
+            for (int mi = 0; ok && mi < 4; mi++) {
+                mc.M = 1 << mi;
+                kreg_reset_counts();
+                double t = time_op(mm_fn, &mc, ncopy, quick ? 10 : 40);
+                gemv_row *r = &rows[nrows++];
+                r->fmt = bf[f].name;
+                r->shape = shn[s];
+                r->M = mc.M;
+                r->gbs = wb / t / 1e9;
+                r->pct = 100.0 * wb / t / copy_bw;
+                r->kernel = kreg_count(bf[f].kern) ? bf[f].kern : "(fallback!)";
+            }
+            if (ok && s == 1) { /* prefill GEMM on 17408x5120 */
+                for (int mi = 0; mi < 4; mi++) {
+                    mc.M = gM[mi];
+                    double t = time_op(mm_fn, &mc, 1, quick ? 1 : 3);
+                    gemm_tf[f][mi] = 2.0 * mc.M * (double)shp[s][0] * (double)shp[s][1] / t;
+                }
+            }
+            for (int c = 0; c < ncopy; c++) be->release(be, &ws[c]);
+            hw_free(&h);
+        }
+    }
+    if (be->sync(be)) printf("bench error: %s\n", dl_errmsg());
+    be->free(be, dx);
+    be->free(be, dy);
+
+    printf("\n== peaks (measured) ==\n");
+    printf("copy D2D (read+write)  %8.1f GB/s\n", copy_bw / 1e9);
+    printf("fp32 FMA               %8.1f TFLOP/s\n", pk_f32 / 1e12);
+    printf("fp16 packed (hfma2/dot2) %6.1f TFLOP/s\n", pk_h2 / 1e12);
+    printf("int8 dp4a              %8.1f TOP/s\n", pk_dp4a / 1e12);
+    printf("\n== prefill GEMM, 17408x5120 (n x k) ==\n");
+    printf("%-10s %6s %10s %8s\n", "format", "M", "TFLOP/s", "%peak");
+    for (int f = 0; f < 3; f++)
+        for (int mi = 0; mi < 4; mi++) {
+            double pk = f == 2 ? pk_dp4a : pk_f32;
+            printf("%-10s %6d %10.2f %7.1f%%\n", bf[f].name, gM[mi], gemm_tf[f][mi] / 1e12, 100.0 * gemm_tf[f][mi] / pk);
+        }
+    printf("\n== decode GEMV (weight bytes / time vs copy bandwidth %.0f GB/s) ==\n", copy_bw / 1e9);
+    printf("%-10s %-11s %2s %9s %7s  %s\n", "format", "n x k", "M", "GB/s", "%copy", "kernel");
+    for (int i = 0; i < nrows; i++)
+        printf("%-10s %-11s %2d %9.1f %6.1f%%  %s\n", rows[i].fmt, rows[i].shape, rows[i].M, rows[i].gbs, rows[i].pct,
+               rows[i].kernel);
+    printf("\nsweep: %d passed, %d failed; total %.1f s\n", n_pass, n_fail, now_s() - t0);
+    be->destroy(be);
+    return n_fail ? 1 : 0;
+}

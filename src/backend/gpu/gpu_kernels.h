@@ -1,0 +1,113 @@
+/* The C-callable face of the GPU kernels (CUDA or HIP). gpu_backend.c (C)
+ * owns the dl_backend table, switches and error messages; the *.cu files
+ * own the kernels and expose only these launchers and runtime wrappers.
+ * Every launcher enqueues work on `stream` and returns at once; launch
+ * errors surface at the next gpurt_sync(). Pointers are device pointers
+ * unless a parameter says host. */
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A weight as the kernels see it (device copy made by upload()). */
+typedef struct {
+    const void *data;   /* [n, ld] in dtype (stored format, never widened) */
+    const float *scale; /* fp32 copy: [1] tensor, [n] channel, [nb, kb] block; NULL = none */
+    const float *bias;  /* [n] fp32 or NULL */
+    int64_t n, k, ld;
+    int dtype;          /* dl_dtype */
+    int scale_kind;     /* dl_wscale */
+    int bn, bk, kb;     /* block sizes; kb = ceil(k / bk) */
+} gk_weight;
+
+/* ---- runtime (gpu_rt.cu); 0 = ok, -1 = error (gpurt_errstr() says why) ---- */
+const char *gpurt_errstr(void);
+int gpurt_device_count(void);
+int gpurt_open(int dev, char *name, size_t name_len);
+int gpurt_malloc(void **p, size_t bytes);
+void gpurt_free(void *p);
+void gpurt_mem_info(size_t *free_b, size_t *total_b);
+int gpurt_host_alloc(void **p, size_t bytes); /* pinned */
+void gpurt_host_free(void *p);
+int gpurt_stream_create(void **s);
+void gpurt_stream_destroy(void *s);
+int gpurt_h2d_async(void *dst, const void *src, size_t bytes, void *s);
+int gpurt_d2h_async(void *dst, const void *src, size_t bytes, void *s);
+int gpurt_d2d_async(void *dst, const void *src, size_t bytes, void *s);
+int gpurt_memset_async(void *dst, int v, size_t bytes, void *s);
+int gpurt_h2d(void *dst, const void *src, size_t bytes); /* synchronous */
+int gpurt_sync(void *s); /* waits and reports any pending launch error */
+int gpurt_event_create(void **e);
+void gpurt_event_destroy(void *e);
+int gpurt_event_record(void *e, void *s);
+int gpurt_event_sync(void *e);
+float gpurt_event_ms(void *a, void *b);
+
+/* ---- matmul (k_matmul_float.cu, k_matmul_int8.cu, k_actq.cu) ----
+ * y[M, n] = x[M, k] W^T (+ bias). */
+/* Conditions for the fast paths (host checks before launching). */
+int gk_gemv_ok(const gk_weight *w);      /* 16-byte row alignment, block scale fits */
+int gk_gemm_ok(const gk_weight *w);
+void gk_gemv(void *s, float *y, const float *x, const gk_weight *w, int M); /* M <= 8 */
+void gk_gemv_fp8_dot2(void *s, float *y, const float *x, const gk_weight *w, int M);
+void gk_gemm(void *s, float *y, const float *x, const gk_weight *w, int M);
+void gk_matmul_ref(void *s, float *y, const float *x, const gk_weight *w, int M);
+/* int8 W8A8: xq [M, kp] int8 (kp = k rounded up to 16, zero padded), xs [M] */
+void gk_actq_int8(void *s, int8_t *xq, float *xs, const float *x, int M, int k, int kp);
+int gk_int8_gemv_ok(const gk_weight *w);
+int gk_int8_gemm_ok(const gk_weight *w);
+void gk_int8_gemv(void *s, float *y, const int8_t *xq, const float *xs, const gk_weight *w, int M, int kp);
+void gk_int8_gemm(void *s, float *y, const int8_t *xq, const float *xs, const gk_weight *w, int M, int kp);
+void gk_int8_ref(void *s, float *y, const int8_t *xq, const float *xs, const gk_weight *w, int M, int kp);
+/* fp8 activation policies: xo = dequant(fp8_e4m3(x / scale)) * scale, scale
+ * per (token, group of `group` columns) (group = k: per token) = amax/448,
+ * or the static scale when static_scale > 0. */
+void gk_actq_fp8(void *s, float *xo, const float *x, int M, int k, int group, float static_scale);
+
+/* ---- elementwise (k_ops.cu) ---- */
+/* x[i, :] = emb[tokens[i], :] * row scale (tensor/channel scales honoured) */
+void gk_embed(void *s, float *x, const gk_weight *emb, const int32_t *tokens, int ntok);
+void gk_rmsnorm(void *s, float *y, const float *x, const void *w, int wdtype, int rows, int d,
+                float eps, int zc);
+/* inv_freq: host array [rot/2], rot <= 512 (passed by value) */
+void gk_rope(void *s, float *x, int ntok, int nh, int hd, int rot, const float *inv_freq,
+             const int32_t *pos);
+void gk_kv_write(void *s, void *kc, void *vc, int kv_f16, const float *k, const float *v, int ntok,
+                 int nkv, int hd, int bs, int mbps, const int32_t *seq, const int32_t *pos,
+                 const int32_t *btab);
+void gk_silu_mul(void *s, float *out, const float *gate, const float *up, size_t n);
+void gk_add(void *s, float *y, const float *x, size_t n);
+void gk_sigmoid_mul(void *s, float *y, const float *gate, size_t n);
+void gk_copy2d(void *s, float *dst, int dst_ld, const float *src, int src_ld, int rows, int cols);
+/* idx: host array [n] (passed by value in chunks) */
+void gk_gather_rows(void *s, float *dst, const float *src, const int32_t *idx, int n, int d);
+
+/* ---- attention (k_attention.cu) ---- */
+typedef struct {
+    int ntok, nh, nkv, hd, bs, mbps, kv_f16;
+    float scale;
+    const void *kc, *vc;       /* layer's cache */
+    const int32_t *seq, *pos, *btab;
+} gk_attn;
+/* Split-KV decode: nseg segments per (token, head) then a fixed-order combine.
+ * ws: >= gk_attn_split_ws(a) bytes. */
+size_t gk_attn_split_ws(const gk_attn *a);
+#define GK_ATTN_NSEG 16
+void gk_attn_split(void *s, float *out, const float *q, const gk_attn *a, void *ws);
+/* Tiled causal GQA (prefill; also valid for any batch). */
+void gk_attn_tiled(void *s, float *out, const float *q, const gk_attn *a);
+int gk_attn_ok(int hd); /* hd <= 256 and even */
+
+/* ---- benchmarks (k_peak.cu) ---- */
+/* Peak throughput microbenchmarks; return ops/s (FMA = 2 flops; dp4a = 8 ops,
+ * hfma2 = 4 flops) measured over `ms_target` milliseconds at least. */
+double gk_peak_fp32(void *s);
+double gk_peak_hfma2(void *s);
+double gk_peak_dp4a(void *s);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,89 @@
+/* Activation quantization (one block per token row).
+ * int8 (W8A8, as FORMATS.md and quant/actq.h define it): xs = amax(|x|)/127
+ *   (1 when amax == 0), xq = round-half-even(x / xs) clamped to +-127 (NaN
+ *   -> -127, as the CPU), padded with zeros up to kp columns.
+ * fp8 (declared fp8 activation policies): per (row, group) scale
+ *   amax/448 (1 when 0; or a static scale), xo = e4m3(x / scale) * scale, i.e. the
+ *   dequantized value the fp8 product would see; RNE, saturating at 448. */
+#include "gpu_common.cuh"
+
+#define AQ_T 256
+
+/* Block-wide max of v (>= 0); order-independent, so deterministic. */
+static __device__ float block_max(float v, float *red) {
+    v = dl_warp_max(v);
+    const int lane = threadIdx.x % DL_WARP, wid = threadIdx.x / DL_WARP;
+    __syncthreads();
+    if (lane == 0) red[wid] = v;
+    __syncthreads();
+    float r = 0.0f;
+    for (int i = 0; i < (int)(blockDim.x / DL_WARP); i++) r = fmaxf(r, red[i]);
+    return r;
+}
+
+__global__ void __launch_bounds__(AQ_T)
+    dl_k_actq_int8(int8_t *__restrict__ xq, float *__restrict__ xs, const float *__restrict__ x, int k,
+                   int kp) {
+    __shared__ float red[AQ_T / 16 + 1];
+    const int64_t m = blockIdx.x;
+    const float *xr = x + m * k;
+    float a = 0.0f;
+    for (int i = threadIdx.x; i < k; i += blockDim.x) a = fmaxf(a, fabsf(xr[i]));
+    const float amax = block_max(a, red);
+    const float s = amax > 0.0f ? amax / 127.0f : 1.0f;
+    int8_t *q = xq + m * kp;
+    for (int i = threadIdx.x; i < kp; i += blockDim.x) {
+        int v = 0;
+        if (i < k) {
+            float r = rintf(xr[i] / s);
+            if (!(r >= -127.0f)) r = -127.0f;
+            if (r > 127.0f) r = 127.0f;
+            v = (int)r;
+        }
+        q[i] = (int8_t)v;
+    }
+    if (threadIdx.x == 0) xs[m] = s;
+}
+
+/* Nearest e4m3fn value of a (finite), RNE, saturating at +-448. */
+static __device__ __forceinline__ float e4m3_round(float a) {
+    float s = a < 0.0f ? -1.0f : 1.0f;
+    float v = fabsf(a);
+    if (!(v == v)) return a;
+    if (v >= 448.0f) return s * 448.0f;
+    int e;
+    frexpf(v, &e);             /* v = f * 2^e, f in [0.5, 1) -> unbiased exponent e-1 */
+    int ue = e - 1;
+    if (ue < -6) ue = -6;      /* subnormal spacing 2^-9 */
+    float q = ldexpf(rintf(ldexpf(v, 3 - ue)), ue - 3);
+    return s * fminf(q, 448.0f);
+}
+
+__global__ void __launch_bounds__(AQ_T)
+    dl_k_actq_fp8(float *__restrict__ xo, const float *__restrict__ x, int k, int group,
+                  float static_scale) {
+    __shared__ float red[AQ_T / 16 + 1];
+    const int64_t m = blockIdx.x;
+    const int g0 = blockIdx.y * group;
+    const int g1 = min(k, g0 + group);
+    const float *xr = x + m * k;
+    float s = static_scale;
+    if (!(s > 0.0f)) {
+        float a = 0.0f;
+        for (int i = g0 + threadIdx.x; i < g1; i += blockDim.x) a = fmaxf(a, fabsf(xr[i]));
+        const float amax = block_max(a, red);
+        s = amax > 0.0f ? amax / 448.0f : 1.0f;
+    }
+    for (int i = g0 + threadIdx.x; i < g1; i += blockDim.x) xo[m * k + i] = e4m3_round(xr[i] / s) * s;
+}
+
+extern "C" void gk_actq_int8(void *s, int8_t *xq, float *xs, const float *x, int M, int k, int kp) {
+    dl_k_actq_int8<<<M, AQ_T, 0, (cudaStream_t)s>>>(xq, xs, x, k, kp);
+}
+
+extern "C" void gk_actq_fp8(void *s, float *xo, const float *x, int M, int k, int group,
+                            float static_scale) {
+    if (group <= 0 || group > k) group = k;
+    dim3 grid((unsigned)M, (unsigned)DL_CDIV(k, group));
+    dl_k_actq_fp8<<<grid, AQ_T, 0, (cudaStream_t)s>>>(xo, x, k, group, static_scale);
+}

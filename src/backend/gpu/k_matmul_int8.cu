@@ -1,0 +1,185 @@
+/* INT8 W8A8 matmul with dp4a (CUDA __dp4a, HIP v_dot4_i32_i8):
+ * y[m, n] = ((float)acc[m, n] * xs[m]) * ws[n] + bias[n],
+ * acc = sum_k xq[m, k] * wq[n, k] exactly in int32 (|acc| <= 127^2 k).
+ * Because the sum is exact, GEMV, GEMM and the reference agree bitwise and
+ * a token's output does not depend on M or the rest of the batch.
+ *
+ * GEMV (M <= 8): one warp per output row, each lane streams 16-byte weight
+ * vectors (4 dp4a words) against all M quantized rows. GEMM: 128x128 tiles,
+ * BK = 32 bytes (8 words), 256 threads with 8x8 outputs, double-buffered
+ * shared memory (words stored k-major so the inner loop reads 16 bytes). */
+#include "gpu_common.cuh"
+
+#define I8_WPB 4
+#define I8_U 2
+
+static __device__ __forceinline__ float i8_epilogue(int acc, float xs, const gk_weight &w, int64_t n) {
+    float v = ((float)acc * xs) * dl_rowscale(w, n);
+    return w.bias ? v + w.bias[n] : v;
+}
+
+template <int MR>
+__global__ void __launch_bounds__(I8_WPB *DL_WARP)
+    dl_k_i8_gemv(float *__restrict__ y, const int8_t *__restrict__ xq, const float *__restrict__ xs,
+                 gk_weight w, int kp) {
+    const int lane = threadIdx.x % DL_WARP, wid = threadIdx.x / DL_WARP;
+    const int64_t n = (int64_t)blockIdx.x * I8_WPB + wid;
+    if (n >= w.n) return;
+    const int8_t *__restrict__ wrow = (const int8_t *)w.data + n * w.ld;
+    const int64_t K = w.k;
+    int acc[MR];
+#pragma unroll
+    for (int m = 0; m < MR; m++) acc[m] = 0;
+    const int64_t step = (int64_t)DL_WARP * 16;
+    for (int64_t k0 = (int64_t)lane * 16; k0 < K; k0 += step * I8_U) {
+        int4 r[I8_U];
+#pragma unroll
+        for (int u = 0; u < I8_U; u++) {
+            int64_t kk = k0 + u * step;
+            r[u] = kk < K ? *(const int4 *)(wrow + kk) : make_int4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int u = 0; u < I8_U; u++) {
+            int64_t kk = k0 + u * step;
+            if (kk < K) {
+#pragma unroll
+                for (int m = 0; m < MR; m++) {
+                    int4 a = *(const int4 *)(xq + (int64_t)m * kp + kk);
+                    int c = acc[m];
+                    c = dl_dp4a(r[u].x, a.x, c);
+                    c = dl_dp4a(r[u].y, a.y, c);
+                    c = dl_dp4a(r[u].z, a.z, c);
+                    c = dl_dp4a(r[u].w, a.w, c);
+                    acc[m] = c;
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int m = 0; m < MR; m++) {
+        int v = acc[m];
+        for (int o = DL_WARP / 2; o > 0; o >>= 1) v += dl_shfl_xor_i(v, o);
+        if (lane == 0) y[(int64_t)m * w.n + n] = i8_epilogue(v, xs[m], w, n);
+    }
+}
+
+#define IB 128
+#define IBW 8 /* words (4 bytes) of K per tile */
+
+__global__ void __launch_bounds__(256)
+    dl_k_i8_gemm(float *__restrict__ y, const int8_t *__restrict__ xq, const float *__restrict__ xs,
+                 gk_weight w, int M, int kp) {
+    __shared__ __align__(16) int As[2][IBW][IB];
+    __shared__ __align__(16) int Bs[2][IBW][IB];
+    const int t = threadIdx.x, tx = t % 16, ty = t / 16;
+    const int64_t m0 = (int64_t)blockIdx.y * IB, n0 = (int64_t)blockIdx.x * IB;
+    const int lr = t / 2, lc = (t % 2) * 4; /* row, first word */
+    const int64_t am = m0 + lr, bn = n0 + lr;
+    const bool aval = am < M, bval = bn < w.n;
+    const int8_t *arow = xq + (aval ? am : 0) * kp;
+    const int8_t *brow = (const int8_t *)w.data + (bval ? bn : 0) * w.ld;
+    int acc[8][8];
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+#pragma unroll
+        for (int j = 0; j < 8; j++) acc[i][j] = 0;
+    int4 ra, rb;
+    const int4 z = make_int4(0, 0, 0, 0);
+#define I8_LOAD(k0)                                                          \
+    do {                                                                     \
+        ra = aval ? *(const int4 *)(arow + (k0) + lc * 4) : z;               \
+        rb = bval ? *(const int4 *)(brow + (k0) + lc * 4) : z;               \
+    } while (0)
+#define I8_STORE(buf)                                                        \
+    do {                                                                     \
+        As[buf][lc + 0][lr] = ra.x; As[buf][lc + 1][lr] = ra.y;              \
+        As[buf][lc + 2][lr] = ra.z; As[buf][lc + 3][lr] = ra.w;              \
+        Bs[buf][lc + 0][lr] = rb.x; Bs[buf][lc + 1][lr] = rb.y;              \
+        Bs[buf][lc + 2][lr] = rb.z; Bs[buf][lc + 3][lr] = rb.w;              \
+    } while (0)
+    const int64_t nk = w.k / (IBW * 4);
+    I8_LOAD(0);
+    I8_STORE(0);
+    __syncthreads();
+    for (int64_t kt = 0; kt < nk; kt++) {
+        const int cur = (int)(kt & 1);
+        if (kt + 1 < nk) I8_LOAD((kt + 1) * IBW * 4);
+#pragma unroll
+        for (int kw = 0; kw < IBW; kw++) {
+            int4 a0 = *(const int4 *)&As[cur][kw][ty * 4];
+            int4 a1 = *(const int4 *)&As[cur][kw][64 + ty * 4];
+            int4 b0 = *(const int4 *)&Bs[cur][kw][tx * 4];
+            int4 b1 = *(const int4 *)&Bs[cur][kw][64 + tx * 4];
+            int a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+            int b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+#pragma unroll
+                for (int j = 0; j < 8; j++) acc[i][j] = dl_dp4a(a[i], b[j], acc[i][j]);
+        }
+        if (kt + 1 < nk) I8_STORE(cur ^ 1);
+        __syncthreads();
+    }
+#undef I8_LOAD
+#undef I8_STORE
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        int64_t m = m0 + (i < 4 ? ty * 4 + i : 64 + ty * 4 + i - 4);
+        if (m >= M) continue;
+        const float s = xs[m];
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            int64_t n = n0 + (j < 4 ? tx * 4 + j : 64 + tx * 4 + j - 4);
+            if (n < w.n) y[m * w.n + n] = i8_epilogue(acc[i][j], s, w, n);
+        }
+    }
+}
+
+/* Reference: one thread per output, byte by byte, any shape/alignment. */
+__global__ void dl_k_int8_ref(float *__restrict__ y, const int8_t *__restrict__ xq,
+                            const float *__restrict__ xs, gk_weight w, int kp) {
+    const int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const int64_t m = blockIdx.y;
+    if (n >= w.n) return;
+    const int8_t *wr = (const int8_t *)w.data + n * w.ld;
+    const int8_t *xr = xq + m * kp;
+    int acc = 0;
+    for (int64_t k = 0; k < w.k; k++) acc += (int)xr[k] * (int)wr[k];
+    y[m * w.n + n] = i8_epilogue(acc, xs[m], w, n);
+}
+
+extern "C" int gk_int8_gemv_ok(const gk_weight *w) {
+    return !((uintptr_t)w->data & 15) && w->ld % 16 == 0 && w->k % 16 == 0;
+}
+
+extern "C" int gk_int8_gemm_ok(const gk_weight *w) {
+    return !((uintptr_t)w->data & 15) && w->ld % 16 == 0 && w->k % (IBW * 4) == 0;
+}
+
+extern "C" void gk_int8_gemv(void *s, float *y, const int8_t *xq, const float *xs, const gk_weight *w,
+                             int M, int kp) {
+    cudaStream_t st = (cudaStream_t)s;
+    dim3 grid((unsigned)DL_CDIV(w->n, I8_WPB)), block(I8_WPB * DL_WARP);
+    switch (M) {
+    case 1: dl_k_i8_gemv<1><<<grid, block, 0, st>>>(y, xq, xs, *w, kp); break;
+    case 2: dl_k_i8_gemv<2><<<grid, block, 0, st>>>(y, xq, xs, *w, kp); break;
+    case 3: dl_k_i8_gemv<3><<<grid, block, 0, st>>>(y, xq, xs, *w, kp); break;
+    case 4: dl_k_i8_gemv<4><<<grid, block, 0, st>>>(y, xq, xs, *w, kp); break;
+    case 5: dl_k_i8_gemv<5><<<grid, block, 0, st>>>(y, xq, xs, *w, kp); break;
+    case 6: dl_k_i8_gemv<6><<<grid, block, 0, st>>>(y, xq, xs, *w, kp); break;
+    case 7: dl_k_i8_gemv<7><<<grid, block, 0, st>>>(y, xq, xs, *w, kp); break;
+    default: dl_k_i8_gemv<8><<<grid, block, 0, st>>>(y, xq, xs, *w, kp); break;
+    }
+}
+
+extern "C" void gk_int8_gemm(void *s, float *y, const int8_t *xq, const float *xs, const gk_weight *w,
+                             int M, int kp) {
+    dim3 grid((unsigned)DL_CDIV(w->n, IB), (unsigned)DL_CDIV(M, IB)), block(256);
+    dl_k_i8_gemm<<<grid, block, 0, (cudaStream_t)s>>>(y, xq, xs, *w, M, kp);
+}
+
+extern "C" void gk_int8_ref(void *s, float *y, const int8_t *xq, const float *xs, const gk_weight *w,
+                            int M, int kp) {
+    dim3 grid((unsigned)DL_CDIV(w->n, 128), (unsigned)M), block(128);
+    dl_k_int8_ref<<<grid, block, 0, (cudaStream_t)s>>>(y, xq, xs, *w, kp);
+}

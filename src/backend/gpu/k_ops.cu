@@ -1,0 +1,186 @@
+/* Elementwise and row ops: embed, RMSNorm, RoPE, KV-cache write, SiLU*up,
+ * residual add, row gather. Each output element is produced by one thread
+ * with a fixed order of operations (RMSNorm's sum: fixed per-thread stride
+ * then a fixed tree), so results are reproducible and per-row. */
+#include "gpu_common.cuh"
+
+#define OP_T 256
+
+__global__ void dl_k_embed(float *__restrict__ x, gk_weight e, const int32_t *__restrict__ tokens) {
+    const int64_t i = blockIdx.x, d = e.k;
+    const int32_t tok = tokens[i];
+    const bool ok = tok >= 0 && tok < e.n;
+    const float s = ok ? dl_rowscale(e, tok) : 0.0f;
+    for (int64_t j = threadIdx.x + (int64_t)blockIdx.y * blockDim.x; j < d; j += (int64_t)blockDim.x * gridDim.y)
+        x[i * d + j] = ok ? dl_load_elem(e.data, e.dtype, (int64_t)tok * e.ld + j) * s : 0.0f;
+}
+
+/* Sum over the block in a fixed order: warp butterflies, then warp totals
+ * added in warp order. Every thread gets the result. */
+static __device__ float block_sum(float v, float *red) {
+    v = dl_warp_sum(v);
+    const int lane = threadIdx.x % DL_WARP, wid = threadIdx.x / DL_WARP;
+    if (lane == 0) red[wid] = v;
+    __syncthreads();
+    float r = 0.0f;
+    for (int i = 0; i < (int)(blockDim.x / DL_WARP); i++) r += red[i];
+    return r;
+}
+
+__global__ void __launch_bounds__(OP_T)
+    dl_k_rmsnorm(float *y, const float *x, const void *__restrict__ w, int wdt, int d, float eps, int zc) {
+    __shared__ float red[OP_T / 16 + 1];
+    const int64_t r = blockIdx.x;
+    const float *xr = x + r * d;
+    float ss = 0.0f;
+    for (int i = threadIdx.x; i < d; i += blockDim.x) ss = fmaf(xr[i], xr[i], ss);
+    ss = block_sum(ss, red);
+    const float inv = 1.0f / sqrtf(ss / (float)d + eps);
+    float *yr = y + r * d;
+    for (int i = threadIdx.x; i < d; i += blockDim.x) {
+        float wv = dl_load_elem(w, wdt, i);
+        if (zc) wv += 1.0f;
+        yr[i] = (xr[i] * inv) * wv;
+    }
+}
+
+typedef struct {
+    float f[256];
+} rope_freq;
+
+__global__ void dl_k_rope(float *x, int nh, int hd, int half, rope_freq fr, const int32_t *__restrict__ pos) {
+    const int64_t t = blockIdx.x;
+    const int h = blockIdx.y;
+    const float p = (float)pos[t];
+    float *xh = x + (t * nh + h) * hd;
+    for (int i = threadIdx.x; i < half; i += blockDim.x) {
+        const float ang = p * fr.f[i];
+        const float c = cosf(ang), s = sinf(ang);
+        const float a = xh[i], b = xh[i + half];
+        xh[i] = a * c - b * s;
+        xh[i + half] = b * c + a * s;
+    }
+}
+
+__global__ void dl_k_kv_write(void *kc, void *vc, int kv_f16, const float *__restrict__ k,
+                              const float *__restrict__ v, int width, int bs, int mbps,
+                              const int32_t *__restrict__ seq, const int32_t *__restrict__ pos,
+                              const int32_t *__restrict__ btab) {
+    const int64_t t = blockIdx.x;
+    const int p = pos[t];
+    const int blk = btab[(int64_t)seq[t] * mbps + p / bs];
+    if (blk < 0) return;
+    const int64_t base = ((int64_t)blk * bs + p % bs) * width;
+    for (int j = threadIdx.x; j < width; j += blockDim.x) {
+        float kv = k[t * width + j], vv = v[t * width + j];
+        if (kv_f16) {
+            ((__half *)kc)[base + j] = __float2half_rn(kv);
+            ((__half *)vc)[base + j] = __float2half_rn(vv);
+        } else {
+            ((float *)kc)[base + j] = kv;
+            ((float *)vc)[base + j] = vv;
+        }
+    }
+}
+
+__global__ void dl_k_silu_mul(float *out, const float *gate, const float *up, size_t n) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        float g = gate[i];
+        out[i] = g / (1.0f + expf(-g)) * up[i];
+    }
+}
+
+__global__ void dl_k_add(float *y, const float *x, size_t n) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        y[i] += x[i];
+}
+
+__global__ void dl_k_sigmoid_mul(float *y, const float *gate, size_t n) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        y[i] *= 1.0f / (1.0f + expf(-gate[i]));
+}
+
+__global__ void dl_k_copy2d(float *__restrict__ dst, int dst_ld, const float *__restrict__ src, int src_ld, int cols) {
+    const int64_t r = blockIdx.x;
+    for (int c = threadIdx.x + blockIdx.y * blockDim.x; c < cols; c += blockDim.x * gridDim.y)
+        dst[r * dst_ld + c] = src[r * src_ld + c];
+}
+
+#define GATHER_CHUNK 256
+
+typedef struct {
+    int32_t i[GATHER_CHUNK];
+} gather_idx;
+
+__global__ void dl_k_gather(float *__restrict__ dst, const float *__restrict__ src, gather_idx idx, int d) {
+    const int r = blockIdx.x;
+    const int64_t s = idx.i[r];
+    for (int j = threadIdx.x + blockIdx.y * blockDim.x; j < d; j += blockDim.x * gridDim.y)
+        dst[(int64_t)r * d + j] = src[s * d + j];
+}
+
+static unsigned grid1(size_t n) {
+    size_t g = (n + OP_T - 1) / OP_T;
+    return (unsigned)(g > 65535 ? 65535 : (g ? g : 1));
+}
+
+extern "C" void gk_embed(void *s, float *x, const gk_weight *emb, const int32_t *tokens, int ntok) {
+    if (ntok <= 0) return;
+    dim3 grid((unsigned)ntok, (unsigned)DL_CDIV(emb->k, 4 * OP_T));
+    dl_k_embed<<<grid, OP_T, 0, (cudaStream_t)s>>>(x, *emb, tokens);
+}
+
+extern "C" void gk_rmsnorm(void *s, float *y, const float *x, const void *w, int wdtype, int rows, int d,
+                           float eps, int zc) {
+    if (rows <= 0) return;
+    dl_k_rmsnorm<<<rows, OP_T, 0, (cudaStream_t)s>>>(y, x, w, wdtype, d, eps, zc);
+}
+
+extern "C" void gk_rope(void *s, float *x, int ntok, int nh, int hd, int rot, const float *inv_freq,
+                        const int32_t *pos) {
+    if (ntok <= 0 || rot <= 0) return;
+    rope_freq fr;
+    int half = rot / 2;
+    if (half > 256) half = 256; /* host checks rot <= 512 */
+    for (int i = 0; i < 256; i++) fr.f[i] = i < half ? inv_freq[i] : 0.0f;
+    dim3 grid((unsigned)ntok, (unsigned)nh);
+    dl_k_rope<<<grid, half < 32 ? 32 : (half > 128 ? 128 : half), 0, (cudaStream_t)s>>>(x, nh, hd, half, fr, pos);
+}
+
+extern "C" void gk_kv_write(void *s, void *kc, void *vc, int kv_f16, const float *k, const float *v, int ntok,
+                            int nkv, int hd, int bs, int mbps, const int32_t *seq, const int32_t *pos,
+                            const int32_t *btab) {
+    if (ntok <= 0) return;
+    dl_k_kv_write<<<ntok, OP_T, 0, (cudaStream_t)s>>>(kc, vc, kv_f16, k, v, nkv * hd, bs, mbps, seq, pos, btab);
+}
+
+extern "C" void gk_silu_mul(void *s, float *out, const float *gate, const float *up, size_t n) {
+    if (!n) return;
+    dl_k_silu_mul<<<grid1(n), OP_T, 0, (cudaStream_t)s>>>(out, gate, up, n);
+}
+
+extern "C" void gk_add(void *s, float *y, const float *x, size_t n) {
+    if (!n) return;
+    dl_k_add<<<grid1(n), OP_T, 0, (cudaStream_t)s>>>(y, x, n);
+}
+
+extern "C" void gk_gather_rows(void *s, float *dst, const float *src, const int32_t *idx, int n, int d) {
+    for (int c = 0; c < n; c += GATHER_CHUNK) {
+        gather_idx gi;
+        int cn = n - c < GATHER_CHUNK ? n - c : GATHER_CHUNK;
+        for (int i = 0; i < GATHER_CHUNK; i++) gi.i[i] = i < cn ? idx[c + i] : 0;
+        dim3 grid((unsigned)cn, (unsigned)DL_CDIV(d, 4 * OP_T));
+        dl_k_gather<<<grid, OP_T, 0, (cudaStream_t)s>>>(dst + (int64_t)c * d, src, gi, d);
+    }
+}
+
+extern "C" void gk_sigmoid_mul(void *s, float *y, const float *gate, size_t n) {
+    if (!n) return;
+    dl_k_sigmoid_mul<<<grid1(n), OP_T, 0, (cudaStream_t)s>>>(y, gate, n);
+}
+
+extern "C" void gk_copy2d(void *s, float *dst, int dst_ld, const float *src, int src_ld, int rows, int cols) {
+    if (rows <= 0 || cols <= 0) return;
+    dim3 grid((unsigned)rows, (unsigned)DL_CDIV(cols, 4 * OP_T));
+    dl_k_copy2d<<<grid, OP_T, 0, (cudaStream_t)s>>>(dst, dst_ld, src, src_ld, cols);
+}

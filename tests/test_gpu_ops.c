@@ -1,0 +1,476 @@
+/* Every GPU op against the CPU backend (the reference), plus GPU-only
+ * properties: fast kernels vs the GPU reference kernels (int8 bitwise),
+ * run-to-run determinism, kernel counters, errors. Skips (exit 0) when the
+ * build has no GPU backend or no device is present. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "core/err.h"
+#include "core/kreg.h"
+#include "testutil.h"
+#if defined(DOTLM_CUDA) || defined(DOTLM_HIP)
+#include "backend/gpu/gpu_backend.h"
+#endif
+
+#ifdef DOTLM_HIP
+#define GN "hip"
+#else
+#define GN "cuda"
+#endif
+
+static uint64_t rs;
+static dl_backend *cpu, *gpu;
+
+static void fill(float *p, size_t n, float amp) {
+    for (size_t i = 0; i < n; i++) p[i] = amp * tu_randf(&rs);
+}
+
+/* Device copy of a host float array. */
+static float *dput(const float *h, size_t n) {
+    float *d = gpu->alloc(gpu, n * 4 + 4);
+    if (d && n) gpu->from_host(gpu, d, h, n * 4);
+    return d;
+}
+
+static void dget(float *h, const float *d, size_t n) {
+    CHECKF(gpu->sync(gpu) == 0, "sync: %s", dl_errmsg());
+    CHECKF(gpu->to_host(gpu, h, d, n * 4) == 0, "to_host: %s", dl_errmsg());
+}
+
+static double rel_err(const float *a, const float *b, size_t n) {
+    double mx = 0, e = 0;
+    for (size_t i = 0; i < n; i++) {
+        mx = fmax(mx, fabs((double)b[i]));
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (d != d) return INFINITY;
+        e = fmax(e, d);
+    }
+    return e / (mx > 0 ? mx : 1e-30);
+}
+
+/* Random weight in any format; data/scale/bias owned by the caller (free_w). */
+static dl_weight make_w(dl_dtype dt, int64_t n, int64_t k, int64_t ld, dl_wscale sk, dl_actq aq, int bias) {
+    size_t cnt = (size_t)n * ld, es = dt_size(dt);
+    uint8_t *d = malloc(cnt * es);
+    for (size_t i = 0; i < cnt; i++) {
+        float f = tu_randf(&rs);
+        switch (dt) {
+        case DT_F32: ((float *)d)[i] = f; break;
+        case DT_F16: ((uint16_t *)d)[i] = f32_to_f16(f); break;
+        case DT_BF16: ((uint16_t *)d)[i] = f32_to_bf16(f); break;
+        case DT_F8E4M3: case DT_F8E5M2: {
+            uint8_t c;
+            do c = (uint8_t)tu_rand_u64(&rs);
+            while ((dt == DT_F8E4M3 && (c & 0x7f) == 0x7f) || (dt == DT_F8E5M2 && ((c >> 2) & 31) == 31));
+            d[i] = c;
+            break;
+        }
+        case DT_I8: d[i] = (uint8_t)(int8_t)((int)(tu_rand_u64(&rs) % 255) - 127); break;
+        default: break;
+        }
+    }
+    int64_t ns = sk == WS_TENSOR ? 1 : sk == WS_CHANNEL ? n : sk == WS_BLOCK ? ((n + 127) / 128) * ((k + 127) / 128) : 0;
+    float *sc = ns ? malloc((size_t)ns * 4) : NULL;
+    for (int64_t i = 0; i < ns; i++) sc[i] = 0.01f * (1.5f + tu_randf(&rs));
+    float *b = bias ? malloc((size_t)n * 4) : NULL;
+    if (b) fill(b, (size_t)n, 1.0f);
+    return (dl_weight){.name = "t", .dtype = dt, .n = n, .k = k, .ld = ld, .data = d, .scale_kind = sk,
+                       .scale_dtype = DT_F32, .scale = sc, .bn = 128, .bk = 128, .actq = aq, .act_scale = 0.01f,
+                       .bias = b, .bias_dtype = DT_F32};
+}
+
+static void free_w(dl_weight *w) {
+    free((void *)w->data);
+    free((void *)w->scale);
+    free((void *)w->bias);
+}
+
+/* y_gpu vs y_cpu for one weight at one M. Returns max rel error (or INF). */
+static double mm_compare(dl_weight *wc, dl_weight *wg, int M, float *yg_out) {
+    size_t nx = (size_t)M * wc->k, ny = (size_t)M * wc->n;
+    float *x = malloc(nx * 4), *yc = malloc(ny * 4), *yg = yg_out ? yg_out : malloc(ny * 4);
+    fill(x, nx, 1.0f);
+    cpu->matmul(cpu, yc, x, wc, M);
+    float *dx = dput(x, nx), *dy = gpu->alloc(gpu, ny * 4);
+    gpu->matmul(gpu, dy, dx, wg, M);
+    dget(yg, dy, ny);
+    double r = rel_err(yg, yc, ny);
+    gpu->free(gpu, dx);
+    gpu->free(gpu, dy);
+    free(x);
+    free(yc);
+    if (!yg_out) free(yg);
+    return r;
+}
+
+static void test_matmul(void) {
+    struct {
+        dl_dtype dt;
+        dl_wscale sk;
+        dl_actq aq;
+        const char *gemv, *gemm;
+    } F[] = {
+        {DT_F32, WS_NONE, ACT_NATIVE, GN ".matmul.f32.gemv", GN ".matmul.f32.gemm"},
+        {DT_F16, WS_NONE, ACT_NATIVE, GN ".matmul.f16.gemv", GN ".matmul.f16.gemm"},
+        {DT_BF16, WS_NONE, ACT_NATIVE, GN ".matmul.bf16.gemv", GN ".matmul.bf16.gemm"},
+        {DT_F8E4M3, WS_BLOCK, ACT_NATIVE, GN ".matmul.fp8.gemv", GN ".matmul.fp8.gemm"},
+        {DT_F8E5M2, WS_CHANNEL, ACT_NATIVE, GN ".matmul.fp8.gemv", GN ".matmul.fp8.gemm"},
+        {DT_F8E4M3, WS_TENSOR, ACT_NATIVE, GN ".matmul.fp8.gemv", GN ".matmul.fp8.gemm"},
+        {DT_F8E4M3, WS_BLOCK, ACT_FP8_GROUP, GN ".matmul.fp8.gemv", GN ".matmul.fp8.gemm"},
+        {DT_F8E4M3, WS_CHANNEL, ACT_FP8_TOKEN, GN ".matmul.fp8.gemv", GN ".matmul.fp8.gemm"},
+        {DT_F8E4M3, WS_TENSOR, ACT_FP8_STATIC, GN ".matmul.fp8.gemv", GN ".matmul.fp8.gemm"},
+        {DT_I8, WS_CHANNEL, ACT_INT8_TOKEN, GN ".matmul.int8.gemv", GN ".matmul.int8.gemm"},
+    };
+    static const int shapes[][3] = {{136, 256, 256}, {70, 384, 400}, {33, 77, 77}};
+    static const int Ms[] = {1, 4, 8, 9, 37};
+    for (size_t f = 0; f < sizeof F / sizeof *F; f++)
+        for (int s = 0; s < 3; s++) {
+            dl_weight wc = make_w(F[f].dt, shapes[s][0], shapes[s][1], shapes[s][2], F[f].sk, F[f].aq, s != 1);
+            dl_weight wg = wc;
+            if (cpu->upload) cpu->upload(cpu, &wc);
+            CHECKF(gpu->upload(gpu, &wg) == 0, "upload: %s", dl_errmsg());
+            const int odd = shapes[s][1] % 32 != 0;
+            for (int mi = 0; mi < 5; mi++) {
+                int M = Ms[mi];
+                kreg_reset_counts();
+                double r = mm_compare(&wc, &wg, M, NULL);
+                /* int8: same quantized operands, exact sums: only the epilogue differs */
+                CHECKF(r <= 1e-5, "matmul %s sk=%d aq=%d n=%d k=%d M=%d rel %.3g", dt_name(F[f].dt), F[f].sk, F[f].aq,
+                       shapes[s][0], shapes[s][1], M, r);
+                if (!odd && s == 0) {
+                    const char *want = M <= 8 ? F[f].gemv : F[f].gemm;
+                    CHECKF(kreg_count(want) == 1, "kernel %s did not run (M=%d)", want, M);
+                }
+            }
+            /* switches: GEMM at small M, and the reference, agree with the CPU too */
+            kreg_disable(GN ".matmul.*.gemv");
+            CHECKF(mm_compare(&wc, &wg, 3, NULL) <= 1e-5, "gemm at M=3 (%s)", dt_name(F[f].dt));
+            kreg_disable(GN ".matmul.*.gemm");
+            kreg_reset_counts();
+            CHECKF(mm_compare(&wc, &wg, 3, NULL) <= 1e-5, "ref at M=3 (%s)", dt_name(F[f].dt));
+            CHECK(kreg_count(GN ".matmul.ref") + kreg_count(GN ".matmul.int8.ref") == 1);
+            kreg_reset_switches();
+            gpu->release(gpu, &wg);
+            CHECK(wg.dev == NULL);
+            if (cpu->release) cpu->release(cpu, &wc);
+            free_w(&wc);
+        }
+}
+
+/* int8: GEMV, GEMM and reference are bitwise equal (exact int32 sums), and a
+ * row's output does not depend on M (batch invariance). Determinism: two
+ * runs of every path give the same bits. */
+static void test_int8_invariance(void) {
+    dl_weight w = make_w(DT_I8, 200, 512, 512, WS_CHANNEL, ACT_INT8_TOKEN, 1);
+    CHECK(gpu->upload(gpu, &w) == 0);
+    int M = 40;
+    size_t nx = (size_t)M * 512, ny = (size_t)M * 200;
+    float *x = malloc(nx * 4), *y1 = malloc(ny * 4), *y2 = malloc(ny * 4), *y3 = malloc(ny * 4);
+    fill(x, nx, 2.0f);
+    float *dx = dput(x, nx), *dy = gpu->alloc(gpu, ny * 4);
+    gpu->matmul(gpu, dy, dx, &w, M); /* GEMM */
+    dget(y1, dy, ny);
+    int same = 1;
+    for (int m = 0; m < M; m += 8) { /* GEMV on row blocks of up to 8 */
+        int mm = M - m < 8 ? M - m : 8;
+        gpu->matmul(gpu, dy + (size_t)m * 200, dx + (size_t)m * 512, &w, mm);
+    }
+    dget(y2, dy, ny);
+    same = !memcmp(y1, y2, ny * 4);
+    CHECKF(same, "int8 GEMV vs GEMM not bitwise equal");
+    kreg_disable(GN ".matmul.int8.gem*");
+    gpu->matmul(gpu, dy, dx, &w, M);
+    dget(y3, dy, ny);
+    CHECKF(!memcmp(y1, y3, ny * 4), "int8 ref vs GEMM not bitwise equal");
+    kreg_reset_switches();
+    gpu->matmul(gpu, dy, dx, &w, M);
+    dget(y3, dy, ny);
+    CHECKF(!memcmp(y1, y3, ny * 4), "int8 GEMM not deterministic");
+    gpu->free(gpu, dx);
+    gpu->free(gpu, dy);
+    gpu->release(gpu, &w);
+    free_w(&w);
+    free(x), free(y1), free(y2), free(y3);
+}
+
+static void test_float_determinism(void) {
+    static const dl_dtype T[] = {DT_BF16, DT_F8E4M3};
+    for (int t = 0; t < 2; t++) {
+        dl_weight w = make_w(T[t], 300, 1024, 1024, T[t] == DT_BF16 ? WS_NONE : WS_BLOCK, ACT_NATIVE, 0);
+        CHECK(gpu->upload(gpu, &w) == 0);
+        static const int Ms[] = {1, 5, 64};
+        for (int mi = 0; mi < 3; mi++) {
+            int M = Ms[mi];
+            size_t nx = (size_t)M * 1024, ny = (size_t)M * 300;
+            float *x = malloc(nx * 4), *a = malloc(ny * 4), *b = malloc(ny * 4);
+            fill(x, nx, 1.0f);
+            float *dx = dput(x, nx), *dy = gpu->alloc(gpu, ny * 4);
+            gpu->matmul(gpu, dy, dx, &w, M);
+            dget(a, dy, ny);
+            gpu->matmul(gpu, dy, dx, &w, M);
+            dget(b, dy, ny);
+            CHECKF(!memcmp(a, b, ny * 4), "%s M=%d not bitwise reproducible", dt_name(T[t]), M);
+            /* GEMM rows do not depend on M: row 0 alone through the GEMM path */
+            if (M == 64) {
+                kreg_disable(GN ".matmul.*.gemv");
+                gpu->matmul(gpu, dy, dx, &w, 1);
+                dget(b, dy, 300);
+                CHECKF(!memcmp(a, b, 300 * 4), "%s GEMM row 0 depends on M", dt_name(T[t]));
+                kreg_reset_switches();
+            }
+            gpu->free(gpu, dx), gpu->free(gpu, dy);
+            free(x), free(a), free(b);
+        }
+        gpu->release(gpu, &w);
+        free_w(&w);
+    }
+}
+
+static void test_embed_norm(void) {
+    static const dl_dtype T[] = {DT_F32, DT_F16, DT_BF16};
+    int32_t tok[5] = {3, 0, 9, 3, 7}, seq[5] = {0, 0, 0, 1, 1}, pos[5] = {0, 1, 2, 0, 1};
+    dl_batch b = {5, tok, seq, pos};
+    for (int t = 0; t < 3; t++) {
+        int d = 300;
+        dl_weight ec = make_w(T[t], 10, d, d, WS_NONE, ACT_NATIVE, 0), eg = ec;
+        if (cpu->upload) cpu->upload(cpu, &ec);
+        CHECK(gpu->upload(gpu, &eg) == 0);
+        cpu->begin(cpu, &b, NULL);
+        CHECK(gpu->begin(gpu, &b, NULL) == 0);
+        float yc[5 * 300], yg[5 * 300];
+        cpu->embed(cpu, yc, &ec);
+        float *dy = gpu->alloc(gpu, sizeof yg);
+        gpu->embed(gpu, dy, &eg);
+        dget(yg, dy, 5 * 300);
+        CHECKF(!memcmp(yc, yg, sizeof yc), "embed %s", dt_name(T[t]));
+        /* rmsnorm with this dtype as weight, zc on/off, in place */
+        dl_weight nc = make_w(T[t], d, 1, 1, WS_NONE, ACT_NATIVE, 0), ng = nc;
+        if (cpu->upload) cpu->upload(cpu, &nc);
+        CHECK(gpu->upload(gpu, &ng) == 0);
+        for (int zc = 0; zc < 2; zc++) {
+            float x[5 * 300], oc[5 * 300], og[5 * 300];
+            fill(x, 5 * 300, 3.0f);
+            cpu->rmsnorm(cpu, oc, x, &nc, 5, d, 1e-6f, zc);
+            float *dx = dput(x, 5 * 300);
+            gpu->rmsnorm(gpu, dx, dx, &ng, 5, d, 1e-6f, zc);
+            dget(og, dx, 5 * 300);
+            CHECKF(rel_err(og, oc, 5 * 300) <= 1e-6, "rmsnorm %s zc=%d rel %.3g", dt_name(T[t]), zc,
+                   rel_err(og, oc, 5 * 300));
+            gpu->free(gpu, dx);
+        }
+        gpu->free(gpu, dy);
+        gpu->release(gpu, &eg), gpu->release(gpu, &ng);
+        if (cpu->release) cpu->release(cpu, &ec), cpu->release(cpu, &nc);
+        free_w(&ec), free_w(&nc);
+    }
+    /* int8 table with per-row scales */
+    dl_weight ec = make_w(DT_I8, 10, 64, 64, WS_CHANNEL, ACT_NATIVE, 0), eg = ec;
+    CHECK(gpu->upload(gpu, &eg) == 0);
+    cpu->begin(cpu, &b, NULL);
+    gpu->begin(gpu, &b, NULL);
+    float yc[5 * 64], yg[5 * 64];
+    cpu->embed(cpu, yc, &ec);
+    float *dy = gpu->alloc(gpu, sizeof yg);
+    gpu->embed(gpu, dy, &eg);
+    dget(yg, dy, 5 * 64);
+    CHECK(!memcmp(yc, yg, sizeof yc));
+    gpu->free(gpu, dy);
+    gpu->release(gpu, &eg);
+    free_w(&ec);
+}
+
+static void test_rope(void) {
+    int nh = 3, hd = 64, ntok = 4;
+    int32_t tok[4] = {0}, seq[4] = {0, 0, 1, 1}, pos[4] = {0, 5, 1000, 70000};
+    dl_batch b = {ntok, tok, seq, pos};
+    for (int rot = 32; rot <= 64; rot += 32) {
+        float inv[32];
+        for (int i = 0; i < rot / 2; i++) inv[i] = powf(1e6f, -2.0f * i / rot);
+        dl_rope r = {rot, inv, NULL};
+        float x[4 * 3 * 64], xc[4 * 3 * 64], xg[4 * 3 * 64];
+        fill(x, sizeof x / 4, 1.0f);
+        memcpy(xc, x, sizeof x);
+        cpu->begin(cpu, &b, NULL);
+        cpu->rope(cpu, xc, nh, hd, &r);
+        gpu->begin(gpu, &b, NULL);
+        float *dx = dput(x, sizeof x / 4);
+        gpu->rope(gpu, dx, nh, hd, &r);
+        dget(xg, dx, sizeof x / 4);
+        double e = rel_err(xg, xc, sizeof x / 4);
+        CHECKF(e <= 2e-6, "rope rot=%d rel %.3g", rot, e);
+        gpu->free(gpu, dx);
+    }
+}
+
+static void test_elementwise(void) {
+    size_t n = 10000;
+    float *a = malloc(n * 4), *b = malloc(n * 4), *c1 = malloc(n * 4), *c2 = malloc(n * 4);
+    fill(a, n, 8.0f), fill(b, n, 2.0f);
+    float *da = dput(a, n), *db = dput(b, n), *dc = gpu->alloc(gpu, n * 4);
+    cpu->silu_mul(cpu, c1, a, b, n);
+    gpu->silu_mul(gpu, dc, da, db, n);
+    dget(c2, dc, n);
+    CHECKF(rel_err(c2, c1, n) <= 1e-6, "silu_mul %.3g", rel_err(c2, c1, n));
+    memcpy(c1, a, n * 4);
+    cpu->add(cpu, c1, b, n);
+    gpu->add(gpu, da, db, n);
+    dget(c2, da, n);
+    CHECK(!memcmp(c1, c2, n * 4));
+    if (cpu->sigmoid_mul && gpu->sigmoid_mul) {
+        memcpy(c1, a, n * 4);
+        gpu->from_host(gpu, dc, a, n * 4);
+        cpu->sigmoid_mul(cpu, c1, b, n);
+        gpu->sigmoid_mul(gpu, dc, db, n);
+        dget(c2, dc, n);
+        CHECKF(rel_err(c2, c1, n) <= 1e-6, "sigmoid_mul %.3g", rel_err(c2, c1, n));
+    }
+    /* gather 3 rows of width 100 from a 50x100 matrix; copy2d a 20x30 window */
+    int32_t idx[3] = {49, 0, 17};
+    cpu->gather_rows(cpu, c1, a, idx, 3, 100);
+    gpu->from_host(gpu, da, a, n * 4);
+    gpu->gather_rows(gpu, dc, da, idx, 3, 100);
+    dget(c2, dc, 300);
+    CHECK(!memcmp(c1, c2, 300 * 4));
+    if (cpu->copy2d && gpu->copy2d) {
+        memset(c1, 0, 20 * 40 * 4);
+        gpu->from_host(gpu, dc, c1, 20 * 40 * 4);
+        cpu->copy2d(cpu, c1, 40, a + 5, 100, 20, 30);
+        gpu->copy2d(gpu, dc, 40, da + 5, 100, 20, 30);
+        dget(c2, dc, 20 * 40);
+        CHECK(!memcmp(c1, c2, 20 * 40 * 4));
+    }
+    gpu->free(gpu, da), gpu->free(gpu, db), gpu->free(gpu, dc);
+    free(a), free(b), free(c1), free(c2);
+}
+
+/* Paged caches on both backends with the same shuffled block table. */
+typedef struct {
+    dl_kvcache kv;
+    void *k, *v;
+    int32_t bt[3 * 8];
+} cache;
+
+static void cache_init(cache *c, dl_backend *be, int nkv, int hd, dl_dtype dt, const int32_t *perm) {
+    memset(c, 0, sizeof *c);
+    dl_kvcache *kv = &c->kv;
+    kv->n_layers = 1, kv->n_kv_heads = nkv, kv->head_dim = hd, kv->block_size = 16;
+    kv->n_blocks = 24, kv->dtype = dt, kv->max_seqs = 3, kv->max_blocks_per_seq = 8;
+    size_t bytes = (size_t)24 * 16 * nkv * hd * dt_size(dt);
+    c->k = be->alloc(be, bytes), c->v = be->alloc(be, bytes);
+    kv->k = &c->k, kv->v = &c->v;
+    memcpy(c->bt, perm, sizeof c->bt);
+    kv->block_table = c->bt;
+}
+
+/* History: seq 1 positions 0..36, seq 2 positions 0..99 (written by kv_write
+ * in one batch). Then a mixed batch (prefill 0..4 of seq 0, decode at 37,
+ * chunk at 100..102) with ntok = 9 (tiled kernel), and decode batches of
+ * 1 and 3 tokens (split kernel); all against the CPU. */
+static void test_attention(int nh, int nkv, int hd, dl_dtype dt) {
+    enum { HIST = 137, NT = 9 };
+    int32_t perm[24];
+    for (int i = 0; i < 24; i++) perm[i] = i;
+    for (int i = 23; i > 0; i--) {
+        int j = (int)(tu_rand_u64(&rs) % (uint64_t)(i + 1)), t = perm[i];
+        perm[i] = perm[j], perm[j] = t;
+    }
+    cache cc, cg;
+    cache_init(&cc, cpu, nkv, hd, dt, perm);
+    cache_init(&cg, gpu, nkv, hd, dt, perm);
+    int32_t htok[HIST] = {0}, hseq[HIST], hpos[HIST];
+    for (int i = 0; i < HIST; i++) hseq[i] = i < 37 ? 1 : 2, hpos[i] = i < 37 ? i : i - 37;
+    size_t kw = (size_t)nkv * hd, qw = (size_t)nh * hd;
+    float *K = malloc(HIST * kw * 4), *V = malloc(HIST * kw * 4);
+    fill(K, HIST * kw, 1.0f), fill(V, HIST * kw, 1.0f);
+    dl_batch hb = {HIST, htok, hseq, hpos};
+    cpu->begin(cpu, &hb, &cc.kv);
+    cpu->kv_write(cpu, &cc.kv, 0, K, V);
+    gpu->begin(gpu, &hb, &cg.kv);
+    float *dK = dput(K, HIST * kw), *dV = dput(V, HIST * kw);
+    gpu->kv_write(gpu, &cg.kv, 0, dK, dV);
+    static const int32_t s9[NT] = {0, 0, 0, 0, 0, 1, 2, 2, 2}, p9[NT] = {0, 1, 2, 3, 4, 37, 100, 101, 102};
+    static const int sizes[3] = {9, 1, 3};
+    static const int starts[3] = {0, 5, 5};
+    for (int c = 0; c < 3; c++) {
+        int nt = sizes[c], st = starts[c];
+        int32_t tok[NT] = {0}, seq[NT], pos[NT];
+        for (int i = 0; i < nt; i++) seq[i] = s9[st + i], pos[i] = p9[st + i];
+        dl_batch b = {nt, tok, seq, pos};
+        float *q = malloc(nt * qw * 4), *k = malloc(nt * kw * 4), *v = malloc(nt * kw * 4);
+        float *oc = malloc(nt * qw * 4), *og = malloc(nt * qw * 4);
+        fill(q, nt * qw, 2.0f), fill(k, nt * kw, 1.0f), fill(v, nt * kw, 1.0f);
+        cpu->begin(cpu, &b, &cc.kv);
+        cpu->kv_write(cpu, &cc.kv, 0, k, v);
+        cpu->attention(cpu, oc, q, &cc.kv, 0, nh, 1.0f / sqrtf((float)hd));
+        CHECK(gpu->begin(gpu, &b, &cg.kv) == 0);
+        float *dq = dput(q, nt * qw), *dk = dput(k, nt * kw), *dv = dput(v, nt * kw), *dout = gpu->alloc(gpu, nt * qw * 4);
+        gpu->kv_write(gpu, &cg.kv, 0, dk, dv);
+        kreg_reset_counts();
+        gpu->attention(gpu, dout, dq, &cg.kv, 0, nh, 1.0f / sqrtf((float)hd));
+        dget(og, dout, nt * qw);
+        double e = rel_err(og, oc, nt * qw);
+        CHECKF(e <= 2e-5, "attention nh=%d nkv=%d hd=%d %s ntok=%d rel %.3g", nh, nkv, hd, dt_name(dt), nt, e);
+        CHECK(kreg_count(nt <= 8 ? GN ".attention.split" : GN ".attention.tiled") == 1);
+        if (nt <= 8) { /* tiled kernel on the same decode batch */
+            kreg_disable(GN ".attention.split");
+            gpu->attention(gpu, dout, dq, &cg.kv, 0, nh, 1.0f / sqrtf((float)hd));
+            dget(og, dout, nt * qw);
+            CHECKF(rel_err(og, oc, nt * qw) <= 2e-5, "tiled attention on decode batch");
+            kreg_reset_switches();
+        }
+        gpu->free(gpu, dq), gpu->free(gpu, dk), gpu->free(gpu, dv), gpu->free(gpu, dout);
+        free(q), free(k), free(v), free(oc), free(og);
+    }
+    gpu->free(gpu, dK), gpu->free(gpu, dV);
+    gpu->free(gpu, cg.k), gpu->free(gpu, cg.v);
+    cpu->free(cpu, cc.k), cpu->free(cpu, cc.v);
+    free(K), free(V);
+}
+
+static void test_errors(void) {
+    dl_weight w = make_w(DT_F32, 4, 4, 4, WS_NONE, ACT_NATIVE, 0);
+    w.dtype = DT_I32;
+    dl_err_clear();
+    CHECK(gpu->upload(gpu, &w) != 0 && strstr(dl_errmsg(), "not supported"));
+    w.dtype = DT_F32;
+    free_w(&w);
+    dl_err_clear();
+    void *p = gpu->alloc(gpu, (size_t)1 << 50);
+    CHECKF(!p && strstr(dl_errmsg(), "out of device memory") && strstr(dl_errmsg(), "needed"), "oom msg: %s",
+           dl_errmsg());
+    CHECK(!strcmp(gpu->name, GN));
+}
+
+int main(void) {
+    rs = tu_seed();
+    cpu = be_create("cpu", 2);
+    CHECK(cpu != NULL);
+    if (!cpu) return TEST_END();
+    gpu = be_create(GN, 0);
+#if defined(DOTLM_CUDA) || defined(DOTLM_HIP)
+    if (!gpu) gpu = gpu_backend_create(GN); /* until be_create is wired */
+#endif
+    if (!gpu) {
+        printf("SKIP: no CUDA device (%s)\n", dl_errmsg());
+        printf("0 passed, 0 failed, 1 skipped\n");
+        be_destroy(cpu);
+        return 0;
+    }
+    test_errors();
+    test_matmul();
+    test_int8_invariance();
+    test_float_determinism();
+    test_embed_norm();
+    test_rope();
+    test_elementwise();
+    static const int cfg[][3] = {{4, 4, 64}, {8, 2, 128}, {6, 3, 72}, {4, 1, 20}, {16, 4, 128}, {4, 2, 256}};
+    for (int i = 0; i < 6; i++) {
+        test_attention(cfg[i][0], cfg[i][1], cfg[i][2], DT_F16);
+        test_attention(cfg[i][0], cfg[i][1], cfg[i][2], DT_F32);
+    }
+    be_destroy(gpu);
+    be_destroy(cpu);
+    return TEST_END();
+}
