@@ -225,6 +225,11 @@ static void test_matmul(tpool *tp) {
                     fprintf(stderr, "%s\n", dl_errmsg());
                 } else if (F->actq == ACT_INT8_TOKEN) {
                     if (memcmp(y, yr, sizeof(float) * M * n)) bitwise_bad++;
+                    /* the AVX2 kernel too (VNNI, when present, is the default) */
+                    kreg_disable("cpu.qmm.int8.avxvnni");
+                    if (qmm_matmul(y, x, &t.w, M, tp) || memcmp(y, yr, sizeof(float) * M * n))
+                        bitwise_bad++;
+                    kreg_reset_switches();
                 } else {
                     double e = tu_max_rel(y, yr, (size_t)(M * n));
                     if (e > worst) worst = e;
@@ -272,6 +277,11 @@ static void test_invariance(tpool *tp) {
         for (int m = 0; m < M; m++) {
             if (qmm_matmul(y1, x + (int64_t)m * k, &t.w, 1, tp)) bad = 1000;
             if (memcmp(y1, y + (int64_t)m * n, sizeof(float) * n)) bad++;
+        }
+        /* small batches take the 4-row panel path */
+        for (int mb = 2; mb <= 8; mb += 3) {
+            if (qmm_matmul(yt, x + k, &t.w, mb, tp)) bad = 1000;
+            if (memcmp(yt, y + n, sizeof(float) * n * mb)) bad++;
         }
         CHECKF(bad == 0, "format %d: %d rows differ between batch/threads and alone", f, bad);
         free(x), free(y), free(y1), free(yt);

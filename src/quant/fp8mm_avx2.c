@@ -18,23 +18,28 @@
 #define NB 64 /* output rows per panel */
 #define NR 4  /* output rows per micro-kernel */
 
-AVX2_FN void fp8mm_widen16_avx2(dl_dtype dt, const uint8_t *src, float *dst) {
+/* 16 codes -> 16 fp16 bit patterns (e4m3 scaled by 2^-8, fixed up later). */
+AVX2_FN static inline __m256i f16_bits(dl_dtype dt, __m128i c) {
+    __m256i v = _mm256_cvtepu8_epi16(c);
+    if (dt == DT_F8E5M2) return _mm256_slli_epi16(v, 8);
+    /* code << 7 puts the magnitude in place and the sign on bit 14; adding
+     * bit 14 to itself carries it to bit 15. NaN codes (0x7f, 0xff) get a
+     * non-zero mantissa under an all-ones exponent. */
+    __m256i h = _mm256_slli_epi16(v, 7);
+    h = _mm256_add_epi16(h, _mm256_and_si256(h, _mm256_set1_epi16(0x4000)));
+    __m256i nan = _mm256_cmpeq_epi16(_mm256_and_si256(h, _mm256_set1_epi16(0x3f80)),
+                                     _mm256_set1_epi16(0x3f80));
+    return _mm256_or_si256(h, _mm256_and_si256(nan, _mm256_set1_epi16(0x7e00)));
+}
+
+AVX2_FN static inline void widen16(dl_dtype dt, const uint8_t *src, float *dst) {
     __m128i c = _mm_loadu_si128((const __m128i *)src);
     if (dt == DT_I8) {
-        _mm256_storeu_ps(dst, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(c)));
-        _mm256_storeu_ps(dst + 8, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(c, 8))));
+        _mm256_store_ps(dst, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(c)));
+        _mm256_store_ps(dst + 8, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(c, 8))));
         return;
     }
-    __m256i v = _mm256_cvtepu8_epi16(c), h;
-    if (dt == DT_F8E5M2) {
-        h = _mm256_slli_epi16(v, 8);
-    } else {
-        __m256i mag = _mm256_and_si256(v, _mm256_set1_epi16(0x7f));
-        __m256i sgn = _mm256_slli_epi16(_mm256_and_si256(v, _mm256_set1_epi16(0x80)), 8);
-        __m256i nan = _mm256_cmpeq_epi16(mag, _mm256_set1_epi16(0x7f));
-        h = _mm256_or_si256(_mm256_or_si256(sgn, _mm256_slli_epi16(mag, 7)),
-                            _mm256_and_si256(nan, _mm256_set1_epi16(0x7e00)));
-    }
+    __m256i h = f16_bits(dt, c);
     __m256 f0 = _mm256_cvtph_ps(_mm256_castsi256_si128(h));
     __m256 f1 = _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1));
     if (dt == DT_F8E4M3) {
@@ -42,18 +47,33 @@ AVX2_FN void fp8mm_widen16_avx2(dl_dtype dt, const uint8_t *src, float *dst) {
         f0 = _mm256_mul_ps(f0, k256);
         f1 = _mm256_mul_ps(f1, k256);
     }
-    _mm256_storeu_ps(dst, f0);
-    _mm256_storeu_ps(dst + 8, f1);
+    _mm256_store_ps(dst, f0);
+    _mm256_store_ps(dst + 8, f1);
 }
 
-/* Widen codes [0, len) of one row into dst, zero-filled up to a multiple of 16. */
-AVX2_FN static void widen_row(dl_dtype dt, const uint8_t *src, int64_t len, float *dst) {
+AVX2_FN void fp8mm_widen16_avx2(dl_dtype dt, const uint8_t *src, float *dst) {
+    float t[16] __attribute__((aligned(32)));
+    widen16(dt, src, t);
+    memcpy(dst, t, sizeof t);
+}
+
+/* Widen codes [0, len) of one row into dst (32-byte aligned), zero-filled
+ * up to a multiple of 16. dt is a compile-time constant in each caller. */
+AVX2_FN static inline void widen_row_t(dl_dtype dt, const uint8_t *src, int64_t len, float *dst) {
     int64_t i = 0;
-    for (; i + 16 <= len; i += 16) fp8mm_widen16_avx2(dt, src + i, dst + i);
+    for (; i + 16 <= len; i += 16) widen16(dt, src + i, dst + i);
     if (i < len) {
         uint8_t t[16] = {0};
         memcpy(t, src + i, (size_t)(len - i));
-        fp8mm_widen16_avx2(dt, t, dst + i);
+        widen16(dt, t, dst + i);
+    }
+}
+
+AVX2_FN static void widen_row(dl_dtype dt, const uint8_t *src, int64_t len, float *dst) {
+    switch (dt) {
+    case DT_F8E4M3: widen_row_t(DT_F8E4M3, src, len, dst); break;
+    case DT_F8E5M2: widen_row_t(DT_F8E5M2, src, len, dst); break;
+    default: widen_row_t(DT_I8, src, len, dst); break;
     }
 }
 
@@ -121,28 +141,108 @@ AVX2_FN static void mk1x4(const float *x0, const float *wb, int64_t ws, int64_t 
     p[0] = hsum8(a0), p[1] = hsum8(a1), p[2] = hsum8(a2), p[3] = hsum8(a3);
 }
 
+/* 16 codes -> two fp32 vectors (exact values, as widen16). */
+AVX2_FN static inline void widen_regs(dl_dtype dt, const uint8_t *src, __m256 *f0, __m256 *f1) {
+    __m128i c = _mm_loadu_si128((const __m128i *)src);
+    if (dt == DT_I8) {
+        *f0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(c));
+        *f1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(c, 8)));
+        return;
+    }
+    __m256i h = f16_bits(dt, c);
+    *f0 = _mm256_cvtph_ps(_mm256_castsi256_si128(h));
+    *f1 = _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1));
+    if (dt == DT_F8E4M3) {
+        const __m256 k256 = _mm256_set1_ps(256.0f);
+        *f0 = _mm256_mul_ps(*f0, k256);
+        *f1 = _mm256_mul_ps(*f1, k256);
+    }
+}
+
+/* M = 1 fused kernel: widens in registers (no buffer round trip) and issues,
+ * per accumulator, exactly the FMA sequence of mk1x4 on a widened buffer
+ * (k order, 8 lanes, masked tail, no FMA past len), so results are
+ * bitwise those of the buffered path. rows: NR row pointers at k0. */
+AVX2_FN static inline void gemv4_t(dl_dtype dt, const uint8_t *const *rows, const float *x,
+                                   int64_t len, float p[NR]) {
+    __m256 acc[NR];
+    for (int r = 0; r < NR; r++) acc[r] = _mm256_setzero_ps();
+    int64_t k = 0;
+    for (; k + 16 <= len; k += 16) {
+        __m256 xa = _mm256_loadu_ps(x + k), xb = _mm256_loadu_ps(x + k + 8);
+        for (int r = 0; r < NR; r++) {
+            __m256 f0, f1;
+            widen_regs(dt, rows[r] + k, &f0, &f1);
+            acc[r] = _mm256_fmadd_ps(xa, f0, acc[r]);
+            acc[r] = _mm256_fmadd_ps(xb, f1, acc[r]);
+        }
+    }
+    if (k < len) {
+        int64_t rem = len - k;
+        __m256 xa = _mm256_maskload_ps(x + k, tail_mask(rem));
+        __m256 xb = rem > 8 ? _mm256_maskload_ps(x + k + 8, tail_mask(rem - 8)) : xa;
+        for (int r = 0; r < NR; r++) {
+            uint8_t t[16] = {0};
+            memcpy(t, rows[r] + k, (size_t)rem);
+            __m256 f0, f1;
+            widen_regs(dt, t, &f0, &f1);
+            acc[r] = _mm256_fmadd_ps(xa, f0, acc[r]);
+            if (rem > 8) acc[r] = _mm256_fmadd_ps(xb, f1, acc[r]);
+        }
+    }
+    for (int r = 0; r < NR; r++) p[r] = hsum8(acc[r]);
+}
+
+AVX2_FN static void gemv4(dl_dtype dt, const uint8_t *const *rows, const float *x, int64_t len,
+                          float p[NR]) {
+    switch (dt) {
+    case DT_F8E4M3: gemv4_t(DT_F8E4M3, rows, x, len, p); break;
+    case DT_F8E5M2: gemv4_t(DT_F8E5M2, rows, x, len, p); break;
+    default: gemv4_t(DT_I8, rows, x, len, p); break;
+    }
+}
+
 AVX2_FN int fp8mm_rows_avx2(const qmm_f32job *j, int64_t n0, int64_t n1) {
     const dl_weight *w = j->w;
     const int64_t K = w->k, seg = j->seg, nseg = (K + seg - 1) / seg;
     const int64_t ws = (seg + 15) / 16 * 16; /* wbuf row stride (floats) */
     const int block = w->scale_kind == WS_BLOCK, M = j->M;
+    /* Small M: 4-row panels, so each weight row is read as one sequential
+     * stream (prefetch friendly); large M: 64-row panels so a widened
+     * segment serves many rows. Same per-element arithmetic either way. */
+    const int64_t pan = M <= 8 ? NR : NB;
     float *wbuf = aligned_alloc(32, (size_t)(NB * ws) * sizeof(float));
     float *acc = malloc((size_t)M * NB * sizeof(float));
     if (!wbuf || !acc) {
         free(wbuf), free(acc);
         return -1;
     }
-    for (int64_t nb0 = n0; nb0 < n1; nb0 += NB) {
-        int64_t nb = n1 - nb0 < NB ? n1 - nb0 : NB, nbp = (nb + NR - 1) / NR * NR;
-        memset(acc, 0, (size_t)M * NB * sizeof(float));
+    for (int64_t nb0 = n0; nb0 < n1; nb0 += pan) {
+        int64_t nb = n1 - nb0 < pan ? n1 - nb0 : pan, nbp = (nb + NR - 1) / NR * NR;
+        memset(acc, 0, (size_t)M * (size_t)pan * sizeof(float));
         memset(wbuf + nb * ws, 0, (size_t)((nbp - nb) * ws) * sizeof(float));
         for (int64_t g = 0; g < nseg; g++) {
             int64_t k0 = g * seg, len = K - k0 < seg ? K - k0 : seg;
             float sb[NB];
             for (int64_t r = 0; r < nb; r++) {
-                widen_row(w->dtype, (const uint8_t *)w->data + (nb0 + r) * w->ld + k0, len,
-                          wbuf + r * ws);
+                if (M > 1)
+                    widen_row(w->dtype, (const uint8_t *)w->data + (nb0 + r) * w->ld + k0, len,
+                              wbuf + r * ws);
                 if (block) sb[r] = w_scale_at(w, nb0 + r, k0);
+            }
+            if (M == 1) { /* pan == NR: one fused tile; missing rows alias row 0 */
+                const uint8_t *rows[NR];
+                for (int64_t r = 0; r < NR; r++)
+                    rows[r] = (const uint8_t *)w->data + (nb0 + (r < nb ? r : 0)) * w->ld + k0;
+                float p[NR];
+                gemv4(w->dtype, rows, j->x + k0, len, p);
+                for (int64_t r = 0; r < nb; r++) {
+                    float t = p[r];
+                    if (j->xs_mode == 2) t = t * j->xs[g];
+                    if (block) t = t * sb[r];
+                    acc[r] += t;
+                }
+                continue;
             }
             for (int m = 0; m < M; m += 2) {
                 const float *x0 = j->x + (int64_t)m * K + k0;
@@ -152,7 +252,7 @@ AVX2_FN int fp8mm_rows_avx2(const qmm_f32job *j, int64_t n0, int64_t n1) {
                     if (two) mk2x4(x0, x0 + K, wbuf + r0 * ws, ws, len, p);
                     else mk1x4(x0, wbuf + r0 * ws, ws, len, p[0]);
                     for (int i = 0; i <= two; i++) {
-                        float *ar = acc + (int64_t)(m + i) * NB;
+                        float *ar = acc + (int64_t)(m + i) * pan;
                         for (int64_t r = r0; r < r0 + NR && r < nb; r++) {
                             float t = p[i][r - r0];
                             if (j->xs_mode == 2) t = t * j->xs[(int64_t)(m + i) * nseg + g];
@@ -168,7 +268,7 @@ AVX2_FN int fp8mm_rows_avx2(const qmm_f32job *j, int64_t n0, int64_t n1) {
             float s_end = block ? 1.0f : w_scale_at(w, n, 0);
             float b = w->bias ? w_bias_at(w, n) : 0.0f;
             for (int m = 0; m < M; m++) {
-                float v = acc[(int64_t)m * NB + r];
+                float v = acc[(int64_t)m * pan + r];
                 if (j->xs_mode == 1) v = v * j->xs[m];
                 if (!block) v = v * s_end;
                 if (w->bias) v += b;
