@@ -20,11 +20,24 @@ int rs_err(rs *st, int line, const char *fmt, ...) {
     if (line > 0) return dl_err("template:%d: %s", line, m);
     return dl_err("template: %s", m);
 }
+static void ptr_key(char out[32], json_t *v) { snprintf(out, 32, "%p", (void *)v); }
+static int sp_index(rs *st, json_t *v) {
+    if (!v || !st->spmap || !st->nsp) return -1;
+    char k[32];
+    ptr_key(k, v);
+    json_t *ix = json_object_get(st->spmap, k);
+    return ix ? (int)json_integer_value(ix) : -1;
+}
 int rs_special(rs *st, json_t *v) {
     if (!v || !json_is_object(v)) return 0;
-    for (int i = 0; i < st->nsp; i++)
-        if (st->sp[i].obj == v) return st->sp[i].kind;
-    return 0;
+    int i = sp_index(st, v);
+    return i < 0 ? 0 : st->sp[i].kind;
+}
+int rs_is_tuple(void *ctx, json_t *v) {
+    rs *st = ctx;
+    if (!st || !v || !json_is_array(v)) return 0;
+    int i = sp_index(st, v);
+    return i >= 0 && st->sp[i].kind == SP_TUPLE;
 }
 int rs_truthy(rs *st, json_t *v) {
     if (!v) return 0;
@@ -47,8 +60,17 @@ static int add_special(rs *st, json_t *obj, int kind, const tnode *node) {
         st->sp = p;
         st->capsp = nc;
     }
+    char k[32];
+    ptr_key(k, obj);
+    if (!st->spmap) st->spmap = json_object();
+    if (!st->spmap || json_object_set_new(st->spmap, k, json_integer(st->nsp))) return rs_err(st, 0, "out of memory");
     st->sp[st->nsp++] = (tspecial){json_incref(obj), kind, node};
     return 0;
+}
+json_t *rs_tuple(rs *st, json_t *v) {
+    if (!v) return NULL;
+    if (add_special(st, v, SP_TUPLE, NULL)) { json_decref(v); return NULL; }
+    return v;
 }
 
 /* ---------------- scopes ---------------- */
@@ -90,6 +112,15 @@ static int render(rs *st, const tnode *n);
 static json_t *undefined_err(rs *st, int line, const char *what) {
     rs_err(st, line, "%s is undefined", what);
     return NULL;
+}
+/* "'name' is undefined" for a name/attribute node, else the generic text */
+static json_t *undefined_node(rs *st, const tnode *n, const char *what) {
+    char m[160];
+    if (n->kind == E_NAME || n->kind == E_ATTR) {
+        snprintf(m, sizeof m, "'%s'", n->name);
+        return undefined_err(st, n->line, m);
+    }
+    return undefined_err(st, n->line, what);
 }
 
 static const char *type_name(json_t *v) {
@@ -347,7 +378,7 @@ static json_t *call_macro(rs *st, const tnode *call, const tnode *m, json_t **ar
 static json_t *call_global(rs *st, const tnode *n, const char *name, json_t **args, char **argn, int na) {
     if (!strcmp(name, "raise_exception")) {
         tbuf b = {0};
-        if (na > 0) tv_str(&b, args[0]);
+        if (na > 0) RS_STR(&b, args[0], st);
         rs_err(st, n->line, "raise_exception: %s", b.p ? b.p : "");
         tb_free(&b);
         return NULL;
@@ -399,7 +430,7 @@ static json_t *ev_call(rs *st, const tnode *n) {
     if (cal->kind == E_ATTR) {
         json_t *obj = ev(st, cal->k[0]);
         if (!st->err) {
-            if (!obj) undefined_err(st, n->line, "the object of a method call");
+            if (!obj) undefined_node(st, cal->k[0], "the object of a method call");
             else r = tf_method(st, n->line, obj, cal->name, args, argn, na);
         }
         json_decref(obj);
@@ -407,9 +438,7 @@ static json_t *ev_call(rs *st, const tnode *n) {
         int found;
         json_t *f = lookup(st, cal->name, &found);
         if (found && rs_special(st, f) == SP_MACRO) {
-            const tnode *m = NULL;
-            for (int i = 0; i < st->nsp; i++)
-                if (st->sp[i].obj == f) m = st->sp[i].node;
+            const tnode *m = st->sp[sp_index(st, f)].node;
             r = call_macro(st, n, m, args, argn, na);
         } else if (found && f) rs_err(st, n->line, "'%s' object is not callable", type_name(f));
         else r = call_global(st, n, cal->name, args, argn, na);
@@ -452,7 +481,7 @@ static json_t *ev(rs *st, const tnode *n) {
             json_array_append_new(r, a ? a : json_null());
         }
         if (st->err) { json_decref(r); return NULL; }
-        return r;
+        return n->kind == E_TUPLE ? rs_tuple(st, r) : r;
     case E_DICT:
         r = json_object();
         for (int i = 0; i + 1 < n->nk && !st->err; i += 2) {
@@ -460,7 +489,7 @@ static json_t *ev(rs *st, const tnode *n) {
             b = ev(st, n->k[i + 1]);
             if (!st->err) {
                 tbuf kb = {0};
-                tv_str(&kb, a);
+                RS_STR(&kb, a, st);
                 json_object_set(r, kb.p ? kb.p : "", b ? b : json_null());
                 tb_free(&kb);
             }
@@ -472,7 +501,7 @@ static json_t *ev(rs *st, const tnode *n) {
     case E_ATTR:
         a = ev(st, n->k[0]);
         if (st->err) return NULL;
-        if (!a) return undefined_err(st, n->line, "an object whose attribute is read");
+        if (!a) return undefined_node(st, n->k[0], "an object whose attribute is read");
         if (json_is_object(a)) {
             r = json_object_get(a, n->name);
             if (r) json_incref(r);
@@ -482,7 +511,7 @@ static json_t *ev(rs *st, const tnode *n) {
     case E_ITEM:
         a = ev(st, n->k[0]);
         b = ev(st, n->k[1]);
-        if (!st->err && !a) undefined_err(st, n->line, "an object that is subscripted");
+        if (!st->err && !a) undefined_node(st, n->k[0], "an object that is subscripted");
         if (!st->err) r = getitem(st, a, b);
         json_decref(a);
         json_decref(b);
@@ -542,8 +571,8 @@ static json_t *ev(rs *st, const tnode *n) {
         if (st->err) { json_decref(a); json_decref(b); return NULL; }
         tbuf t = {0};
         t.limit = TMPL_MAX_OUT;
-        tv_str(&t, a);
-        tv_str(&t, b);
+        RS_STR(&t, a, st);
+        RS_STR(&t, b, st);
         json_decref(a);
         json_decref(b);
         if (t.over) { tb_free(&t); rs_err(st, n->line, "string too large"); return NULL; }
@@ -664,7 +693,7 @@ static int render(rs *st, const tnode *n) {
         if (st->err) return -1;
         if (rs_special(st, v) == SP_NS) tb_puts(&st->out, "<Namespace>");
         else if (rs_special(st, v) == SP_MACRO) tb_puts(&st->out, "<Macro>");
-        else tv_str(&st->out, v);
+        else RS_STR(&st->out, v, st);
         json_decref(v);
         return check_out(st, n->line);
     }
@@ -716,7 +745,7 @@ static int render(rs *st, const tnode *n) {
         if (st->err) return -1;
         json_t *r = ev_filter(st, n->k[0], v, 1);
         json_decref(v);
-        if (!st->err) tv_str(&st->out, r);
+        if (!st->err) RS_STR(&st->out, r, st);
         json_decref(r);
         return st->err ? -1 : check_out(st, n->line);
     }
@@ -741,6 +770,7 @@ static void free_specials(rs *st) {
         if (st->sp[i].kind == SP_NS) json_object_clear(st->sp[i].obj);
     for (int i = 0; i < st->nsp; i++) json_decref(st->sp[i].obj);
     free(st->sp);
+    json_decref(st->spmap);
 }
 
 char *tmpl_render(const tmpl *t, json_t *ctx) {

@@ -37,10 +37,10 @@ static const char *tname(json_t *v) {
     }
 }
 
-static json_t *to_str(json_t *v) {
+static json_t *to_str(rs *st, json_t *v) {
     if (v && json_is_string(v)) return json_incref(v);
     tbuf b = {0};
-    tv_str(&b, v);
+    RS_STR(&b, v, st);
     return ts_take(&b);
 }
 
@@ -355,7 +355,7 @@ json_t *tf_filter(rs *st, int line, const char *f, json_t *v, json_t **args, cha
         !strcmp(f, "upper") || !strcmp(f, "lower") || !strcmp(f, "title") || !strcmp(f, "capitalize") ||
         !strcmp(f, "replace") || !strcmp(f, "indent") || !strcmp(f, "wordcount") || !strcmp(f, "center")) {
         if (!strcmp(f, "safe") && v) return json_incref(v);
-        s = to_str(v);
+        s = to_str(st, v);
         if (!s) { rs_err(st, line, "out of memory"); return NULL; }
         if (!strcmp(f, "safe") || !strcmp(f, "string")) return s;
         if (!strcmp(f, "e") || !strcmp(f, "escape")) r = html_escape(s);
@@ -425,7 +425,11 @@ json_t *tf_filter(rs *st, int line, const char *f, json_t *v, json_t **args, cha
         r = json_array();
         const char *k;
         json_t *x;
-        json_object_foreach(v, k, x) json_array_append_new(r, json_pack("[sO]", k, x));
+        json_object_foreach(v, k, x) {
+            json_t *pair = rs_tuple(st, json_pack("[sO]", k, x));
+            if (!pair) { json_decref(r); return NULL; }
+            json_array_append_new(r, pair);
+        }
         return r;
     }
     if (!strcmp(f, "int")) return do_int(v, arg(args, argn, na, 0, "default", NULL));
@@ -461,9 +465,9 @@ json_t *tf_filter(rs *st, int line, const char *f, json_t *v, json_t **args, cha
         tbuf b = {0};
         b.limit = TMPL_MAX_OUT;
         for (size_t i = 0; i < json_array_size(seq); i++) {
-            if (i && d) tv_str(&b, d);
+            if (i && d) RS_STR(&b, d, st);
             json_t *x = json_array_get(seq, i);
-            tv_str(&b, at && json_is_string(at) ? attr_path(st, line, x, S(at)) : x);
+            RS_STR(&b, at && json_is_string(at) ? attr_path(st, line, x, S(at)) : x, st);
         }
         json_decref(seq);
         if (st->err) { tb_free(&b); return NULL; }
@@ -627,7 +631,12 @@ int tf_test(rs *st, int line, const char *t, json_t *v, json_t **args, int na) {
     }
     if (!strcmp(t, "eq") || !strcmp(t, "equalto") || !strcmp(t, "==")) return tv_eq(v, a);
     if (!strcmp(t, "ne") || !strcmp(t, "!=")) return !tv_eq(v, a);
-    if (!strcmp(t, "sameas")) return (v == a) || (v && a && json_is_null(v) && json_is_null(a)) || (v && a && json_is_boolean(v) && json_typeof(v) == json_typeof(a));
+    if (!strcmp(t, "sameas")) { /* Python identity: singletons and cached small ints */
+        if (v == a) return 1;
+        if (!v || !a || json_typeof(v) != json_typeof(a)) return 0;
+        if (json_is_null(v) || json_is_boolean(v)) return 1;
+        return json_is_integer(v) && json_integer_value(v) == json_integer_value(a) && json_integer_value(v) >= -5 && json_integer_value(v) <= 256;
+    }
     if (!strcmp(t, "lt") || !strcmp(t, "le") || !strcmp(t, "gt") || !strcmp(t, "ge") || !strcmp(t, "lessthan") || !strcmp(t, "greaterthan")) {
         if (tv_cmp(v, a, &c)) return rs_err(st, line, "test '%s': values are not comparable", t);
         if (!strcmp(t, "lt") || !strcmp(t, "lessthan")) return c < 0;
@@ -771,7 +780,7 @@ static json_t *str_method(rs *st, int line, json_t *v, const char *m, json_t **a
             else if (key[0] >= '0' && key[0] <= '9') x = arg(args, argn, na, atoi(key), NULL, NULL);
             else x = arg(args, argn, na, -1, key, NULL);
             if (!x) { tb_free(&b); rs_err(st, line, "format: missing argument '%s'", key); return NULL; }
-            tv_str(&b, x);
+            RS_STR(&b, x, st);
             i = (size_t)(e - s);
         }
         return ts_take(&b);

@@ -64,8 +64,11 @@ void tn_free(tnode *n);
 int tv_is_int(json_t *v);   /* integer or boolean (Python bool is an int) */
 int tv_is_num(json_t *v);
 double tv_num(json_t *v);
-void tv_str(tbuf *b, json_t *v);  /* Python str() */
-void tv_repr(tbuf *b, json_t *v); /* Python repr() */
+/* Python str()/repr(); is_tuple(ctx, v) says which arrays print as tuples
+ * (may be NULL: none do). */
+typedef int (*tv_tuplefn)(void *ctx, json_t *v);
+void tv_str(tbuf *b, json_t *v, tv_tuplefn is_tuple, void *ctx);
+void tv_repr(tbuf *b, json_t *v, tv_tuplefn is_tuple, void *ctx);
 void tv_float(char out[40], double d); /* Python float repr */
 /* json.dumps(ensure_ascii=False, indent=indent<0?None:indent, sort_keys) */
 void tv_json(tbuf *b, json_t *v, int indent, int sort_keys, int level);
@@ -80,7 +83,7 @@ int tu_isspace(int cp);                                  /* Python str.isspace *
 json_t *tv_strn(const char *s, size_t n);
 
 /* ---- render state (tmpl_eval.c); filters/tests/methods in tmpl_filters.c ---- */
-enum { SP_NS = 1, SP_MACRO = 2 };
+enum { SP_NS = 1, SP_MACRO = 2, SP_TUPLE = 3 };
 typedef struct {
     json_t *obj;        /* identity of the special object */
     int kind;           /* SP_NS or SP_MACRO */
@@ -90,8 +93,9 @@ typedef struct {
     tbuf out;
     json_t **sc;       /* scope stack: sc[0] = context, sc[1] = template level */
     int nsc, capsc, floor; /* lookups search sc[nsc-1..floor] then sc[1], sc[0] */
-    tspecial *sp;
+    tspecial *sp;      /* registry of namespaces, macros, tuples (holds refs) */
     int nsp, capsp;
+    json_t *spmap;     /* "%p" of a registered object -> index into sp */
     json_t *undef;     /* marker stored in scopes for an assigned Undefined */
     long steps;        /* loop iterations so far */
     int depth;         /* macro call depth */
@@ -106,6 +110,10 @@ typedef struct {
 int rs_err(rs *st, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int rs_truthy(rs *st, json_t *v);
 int rs_special(rs *st, json_t *v); /* SP_* kind or 0 */
+/* register v (a new array) as a tuple; returns v, or NULL + st->err */
+json_t *rs_tuple(rs *st, json_t *v);
+int rs_is_tuple(void *st, json_t *v); /* tv_tuplefn for rs */
+#define RS_STR(b, v, st) tv_str((b), (v), rs_is_tuple, (st))
 /* Filters/tests/methods: args are borrowed; argn[i] is keyword or NULL.
  * Return a new reference; NULL with st->err for errors, NULL without it
  * for Undefined. tf_test returns 0/1, or -1 with st->err. */

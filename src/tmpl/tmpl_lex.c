@@ -146,7 +146,7 @@ static int lex_tag(lexer *L, int block, int *line_starting) {
             int minus = s[p] == '-', plus = block && s[p] == '+';
             size_t q = p + (size_t)(minus || plus);
             if (q + 1 < n && s[q] == ec && s[q + 1] == '}') {
-                if (push(L, block ? TK_BEND : TK_VEND, "", 0)) return -1;
+                if (push(L, block ? TK_BEND : TK_VEND, block ? "%}" : "}}", 2)) return -1;
                 L->pos = q + 2;
                 char last = s[q + 1];
                 if (minus) {
@@ -286,7 +286,7 @@ int tl_lex(const char *src, size_t len, ttok **out, int *nout) {
             line_starting = last == '\n';
             continue;
         }
-        if ((rc = push(&L, kind == '%' ? TK_BBEGIN : TK_VBEGIN, "", 0))) break;
+        if ((rc = push(&L, kind == '%' ? TK_BBEGIN : TK_VBEGIN, kind == '%' ? "{%" : "{{", 2))) break;
         L.pos = body;
         if ((rc = lex_tag(&L, kind == '%', &line_starting))) break;
     }

@@ -633,9 +633,8 @@ static tnode *p_body(parser *P, const char *const *ends) {
             ADD(b, x);
         } else if (t->type == TK_VBEGIN) {
             P->i++;
-            tnode *x = nn(S_OUT, t->line);
-            if (!x) FAIL(b);
-            ADD(x, p_expr(P, 1));
+            tnode *x = nn(S_OUT, t->line), *e = x ? p_expr(P, 1) : NULL;
+            if (!e || addk(x, e)) { tn_free(e); tn_free(x); FAIL(b); }
             if (cur(P)->type != TK_VEND) { perr(P, "expected '}}'"); tn_free(x); FAIL(b); }
             P->i++;
             ADD(b, x);

@@ -158,18 +158,20 @@ static void repr_str(tbuf *b, const char *s, size_t n) {
     }
     tb_putc(b, qc);
 }
-void tv_repr(tbuf *b, json_t *v) {
+void tv_repr(tbuf *b, json_t *v, tv_tuplefn is_tuple, void *ctx) {
     char t[40];
     if (!v) return;
     switch (json_typeof(v)) {
     case JSON_STRING: repr_str(b, json_string_value(v), json_string_length(v)); break;
     case JSON_ARRAY: {
-        tb_putc(b, '[');
+        int tup = is_tuple && is_tuple(ctx, v);
+        tb_putc(b, tup ? '(' : '[');
         for (size_t i = 0; i < json_array_size(v); i++) {
             if (i) tb_puts(b, ", ");
-            tv_repr(b, json_array_get(v, i));
+            tv_repr(b, json_array_get(v, i), is_tuple, ctx);
         }
-        tb_putc(b, ']');
+        if (tup && json_array_size(v) == 1) tb_putc(b, ',');
+        tb_putc(b, tup ? ')' : ']');
         break;
     }
     case JSON_OBJECT: {
@@ -182,7 +184,7 @@ void tv_repr(tbuf *b, json_t *v) {
             first = 0;
             repr_str(b, k, strlen(k));
             tb_puts(b, ": ");
-            tv_repr(b, x);
+            tv_repr(b, x, is_tuple, ctx);
         }
         tb_putc(b, '}');
         break;
@@ -194,9 +196,9 @@ void tv_repr(tbuf *b, json_t *v) {
     case JSON_NULL: tb_puts(b, "None"); break;
     }
 }
-void tv_str(tbuf *b, json_t *v) {
+void tv_str(tbuf *b, json_t *v, tv_tuplefn is_tuple, void *ctx) {
     if (v && json_is_string(v)) tb_put(b, json_string_value(v), json_string_length(v));
-    else tv_repr(b, v);
+    else tv_repr(b, v, is_tuple, ctx);
 }
 
 /* ---------------- json.dumps ---------------- */

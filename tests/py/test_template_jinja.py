@@ -253,6 +253,119 @@ count={{ ns.n }} roles={{ ns.roles | unique | sort | join('|') }} {{ ns.roles[::
 }
 
 
+# small templates probing one construct each (whitespace rules, literals,
+# operators, filters, tests, methods, scoping, errors), rendered with SNIP_REQ
+SNIPPETS = [
+    "a\n  {% if true %}\n  x\n  {% endif %}\nb\n",
+    "a  {% if true %}x{% endif %}  b",
+    "  {{ 1 }}  \n  {# c #}  \n{% if 1 %}  y{% endif %}",
+    "x {%- if 1 -%} \n y \n {%- endif -%} z",
+    "x {{- ' a ' -}} \n y {#- c -#}  z",
+    "{% if 1 +%}\nkeep{%+ if 1 %} nolstrip{% endif %}{% endif %}",
+    "line\n    {%- for m in messages %}\n  {{ m.role }}\n{% endfor %}\nend",
+    "t\r\nwo\r\n{% if 1 %}\r\nx{% endif %}\n",
+    "trailing newline once\n\n",
+    "{{ 'a\\tb\\x41\\u00e9\\U0001F600\\n' }}{{ \"q'\" }}{{ 'it\\'s' }}{{ 'a' 'b' }}",
+    "{{ 1_000 }} {{ 1.5e3 }} {{ 2e-5 }} {{ .5 if false else 0.1 + 0.2 }} {{ 1e100 }} {{ -0.0 }} {{ 10 ** -1 }} {{ 3 * 1.0 }}",
+    "{{ 7 % -3 }} {{ -7 // 2 }} {{ 7.5 // 2 }} {{ -7.5 % 2 }} {{ 2 ** 0.5 }} {{ 1 + true }} {{ 'ab' * 3 }} {{ [1] * 2 }}",
+    "{{ [1, 2] + [3] }} {{ (1, 2) }} {{ () }} {{ {} }} {{ {'k': (1,)} }} {{ [none, true, false] }} {{ 'x' ~ [1] }}",
+    "{{ \"a'b\" }} {{ [\"a'b\", 'a\"b', 'a\\\\b', '\\n\\t\\x01\\u200b', 'é中🎉'] }}",
+    "{{ none }}|{{ true }}|{{ undefined_thing }}|{{ none is none }}|{{ undefined_thing is defined }}",
+    "{{ 1 == 1.0 }} {{ 'a' == 'a' }} {{ [1, 2] == [1, 2] }} {{ {'a': 1} == {'a': 1.0} }} {{ none == false }} {{ 0 == false }} {{ 'a' != 'b' }}",
+    "{{ 'b' > 'a' }} {{ [1, 2] < [1, 3] }} {{ 2 >= 2.0 }} {{ 1 < 2 > 1 }} {{ 'ab' in 'xaby' }} {{ 'k' in {'k': 1} }} {{ 3 not in [1, 2] }}",
+    "{{ 0 or 'x' }} {{ 1 and 'y' }} {{ [] or none }} {{ not [] }} {{ not 0 and 1 }} {{ '' or 0 or [] }}",
+    "{{ 'yes' if messages else 'no' }} {{ 'a' if false }}| {{ 1 if 0 else 2 if 0 else 3 }}",
+    "{{ messages[0]['role'] }} {{ messages[-1].content }} {{ messages[99] }} {{ messages[0].nope }} {{ none.x }} {{ 'abc'[1] }} {{ 'abc'[-1] }}",
+    "{{ 'héllo wörld'[::-1] }} {{ [1, 2, 3, 4, 5][1:4] }} {{ [1, 2, 3, 4][::2] }} {{ 'abcdef'[-3:] }} {{ [1, 2, 3][5:] }} {{ 'abc'[:-1] }} {{ [1,2,3][::-2] }}",
+    "{% for x in [1, 2, 3] %}{{ loop.index0 }}{{ loop.revindex0 }}{{ loop.first }}{{ loop.last }}{{ loop.nextitem }}{% endfor %}",
+    "{% for x in [] %}x{% else %}empty{% endfor %} {% for x in 'ab' %}{{ x }}{% endfor %} {% for k in {'a': 1, 'b': 2} %}{{ k }}{% endfor %}",
+    "{% for a, b in [[1, 2], [3, 4]] %}{{ a + b }},{% endfor %} {% for k, v in {'x': 1}.items() %}{{ k }}{{ v }}{% endfor %}",
+    "{% for x in range(10) if x is odd %}{{ x }}{{ loop.length }} {% endfor %}",
+    "{% for x in [1, 2] %}{% for y in [3, 4] %}{{ loop.index }}{{ x }}{{ y }} {% endfor %}{{ loop.index }}|{% endfor %}",
+    "{% for i in range(5) %}{% if i == 3 %}{% break %}{% endif %}{% if i == 1 %}{% continue %}{% endif %}{{ i }}{% endfor %}",
+    "{% set x = 1 %}{% for i in [1, 2] %}{% set x = x + i %}{{ x }}{% endfor %}{{ x }}",
+    "{% set x = 1 %}{% if true %}{% set x = 2 %}{% endif %}{{ x }}",
+    "{% set ns = namespace(a=1, b='s') %}{% for i in [1, 2, 3] %}{% set ns.a = ns.a * i %}{% endfor %}{{ ns.a }}{{ ns.b }}",
+    "{% set a, b = 1, 2 %}{{ a }}{{ b }}{% set t = [3, 4] %}{% set c, d = t %}{{ c + d }}",
+    "{% macro m(a, b='d', c=none) %}[{{ a }}|{{ b }}|{{ c }}]{% endmacro %}{{ m(1) }}{{ m(1, 2) }}{{ m(1, c=3) }}{{ m('x', b='y', c='z') }}",
+    "{% macro rec(n) %}{% if n > 0 %}{{ n }}{{ rec(n - 1) }}{% endif %}{% endmacro %}{{ rec(5) }}",
+    "{% set v = 'outer' %}{% macro show() %}{{ v }}{% endmacro %}{% set v = 'later' %}{{ show() }}",
+    "{% set s %}block {{ 1 + 1 }}{% endset %}[{{ s }}] {% filter upper %}up {{ 'x' }}{% endfilter %}",
+    "{{ '  x  ' | trim }}|{{ 'xxaxx' | trim('x') }}|{{ 'Hello' | upper }}{{ 'ÉCOLE' | lower }}|{{ 'hello-world foo(bar) [baz]' | title }}|{{ 'mIXed' | capitalize }}",
+    "{{ 'aaa' | replace('a', 'b', 2) }} {{ 'abc' | replace('', '-') }} {{ [1, 2] | join }} {{ ['a', 'b'] | join(', ') }} {{ 'abc' | join('.') }}",
+    "{{ [3, 1, 2] | first }} {{ [3, 1, 2] | last }} {{ [] | first }} {{ 'abc' | first }} {{ {'x': 1} | first }} {{ [1, 2] | length }} {{ 'héllo' | length }} {{ {'a': 1} | count }}",
+    "{{ undefined_thing | default('d') }} {{ none | default('d') }} {{ '' | d('e', true) }} {{ 0 | default(5, boolean=true) }} {{ 'abc' | list }} {{ {'a': 1, 'b': [2]} | items | list }}",
+    "{{ 'x' | string }} {{ 1 | string }} {{ '12' | int }} {{ '0x1A' | int }} {{ '3.9' | int }} {{ 3.9 | int }} {{ 'abc' | int(7) }} {{ '1e3' | float }} {{ 'x' | float }} {{ -3 | abs }} {{ -2.5 | abs }}",
+    "{{ 2.675 | round(2) }} {{ 0.5 | round }} {{ 1.5 | round }} {{ 2.4 | round(0, 'ceil') }} {{ 2.6 | round(method='floor') }} {{ 7 | round }} {{ 1234.5678 | round(-2) }}",
+    "{{ [{'n': 'b', 'v': 2}, {'n': 'a', 'v': 1}] | sort(attribute='n') | map(attribute='v') | list }} {{ ['b', 'B', 'a'] | sort(case_sensitive=true) }} {{ [2, 1] | sort(true) }}",
+    "{{ ['A', 'a', 'b', 'B', 'c'] | unique | list }} {{ [1, 2, 1, 3] | unique | list }} {{ {'b': 1, 'a': 2} | dictsort }} {{ {'b': 1, 'a': 2} | dictsort(by='value', reverse=true) }}",
+    "{{ [1, 2, 3, 4] | select('even') | list }} {{ [1, 2, 3] | reject('odd') | list }} {{ [0, 1, '', 'x'] | select | list }} {{ [1, 2, 3] | select('gt', 1) | list }}",
+    "{{ messages | selectattr('role', 'equalto', 'user') | map(attribute='content') | join('/') }} {{ messages | rejectattr('content') | list | length }}",
+    "{{ ['a', 'b'] | map('upper') | list }} {{ [[1], [2, 3]] | map('length') | list }} {{ [{'a': {'b': 1}}] | map(attribute='a.b') | list }} {{ [{'x': 1}] | map(attribute='y', default='dd') | list }}",
+    "{{ 'a\\nb' | indent }}|{{ 'a\\n\\nb\\n' | indent(2, true) }}|{{ 'x\\ny' | indent('>>') }}|{{ '<a href=\"x\">&\\'</a>' | e }}|{{ '<b>' | safe }}",
+    "{{ 'one two  three' | wordcount }} {{ [1, 2, 3, 4, 5] | batch(2) | list }} {{ [1, 2, 3] | batch(2, 'x') | list }} {{ [1, 2, 3] | sum }} {{ [1.5, 2] | sum }} {{ [3, 1, 2] | min }} {{ [3, 1, 2] | max }} {{ [1, 2] | reverse | list }} {{ 'abc' | reverse }}",
+    "{{ {'a': 1, 'b': [1, 2.0, 'ü\\n\\u0001']} | tojson }} {{ 'x\\u2028' | tojson }} {{ none | tojson }} {{ {'b': 1, 'a': {'d': [], 'c': {}}} | tojson(indent=2, sort_keys=true) }} {{ 'é' | tojson(true) }}",
+    "{{ 1 is odd }} {{ 4 is divisibleby 2 }} {{ 'a' is string }} {{ 1 is string }} {{ {} is mapping }} {{ [] is mapping }} {{ 'x' is iterable }} {{ 1 is iterable }} {{ none is none }} {{ 1 is number }} {{ true is number }} {{ 1.5 is integer }} {{ 1 is integer }}",
+    "{{ true is true }} {{ 1 is true }} {{ false is false }} {{ true is boolean }} {{ 1 is sameas 1 }} {{ none is sameas none }} {{ 1 is eq 1 }} {{ 2 is gt 1 }} {{ 1 is in [1] }} {{ 'ab' is lower }} {{ 'AB' is upper }} {{ 'x' is not none }}",
+    "{{ 'Hello World'.lower() }} {{ 'a,b'.split(',') }} {{ '  a  b  '.split() }} {{ 'a b c'.split(none, 1) }} {{ 'a-b-c'.rsplit('-', 1) }} {{ 'xAx'.strip('x') }} {{ '  y'.lstrip() }} {{ 'z\\n\\n'.rstrip('\\n') }}",
+    "{{ 'abc'.startswith('ab') }} {{ 'abc'.endswith(('x', 'c')) }} {{ 'hello world'.title() }} {{ \"they're bill's\".title() }} {{ 'abcabc'.find('c') }} {{ 'abcabc'.rfind('c') }} {{ 'aaa'.count('a') }} {{ '-'.join(['a', 'b']) }} {{ 'x'.replace('x', 'yy') }}",
+    "{{ '{} and {}'.format('a', 1) }} {{ '{0}{0}'.format('r') }} {{ '{name}!'.format(name='n') }} {{ 'a\\nb\\r\\nc'.splitlines() }} {{ '123'.isdigit() }} {{ 'ab'.isalpha() }} {{ 'HeLLo'.upper() }}",
+    "{{ {'a': 1}.get('a') }} {{ {'a': 1}.get('b') }} {{ {'a': 1}.get('b', 2) }} {{ {'a': 1, 'b': 2}.keys() | list }} {{ {'a': 1}.values() | list }} {{ [1, 2, 1].count(1) }} {{ [1, 2].index(2) }}",
+    "{{ raise_exception('custom failure') }}",
+    "{% if messages | length > 1 %}{{ raise_exception('too many: ' ~ messages | length) }}{% endif %}ok",
+    "{{ 1 + 'a' }}",
+    "{{ undefined_thing + 1 }}",
+    "{{ undefined_thing.attr }}",
+    "{{ 1 / 0 }}",
+    "{% for x in 5 %}{% endfor %}",
+    "{{ 'a' in none }}",
+    "{{ none | length }}",
+    "{{ [1, 2].append(3) }}",
+    "{% set x = 1 %}{% set x.y = 2 %}",
+    "{% if %}",
+    "{% for x in [1] %}",
+    "{{ 1 + }}",
+    "{% endfor %}",
+    "{{ 'unterminated }}",
+    "{% unknowntag %}",
+    "{{ [1, 2, 3] | nosuchfilter }}",
+    "{{ 1 is nosuchtest }}",
+    "{{ {'a': {'b': 1}} }} {{ {'x': 1}['x'] }} {{ [[1, 2], [3]][0][1] }} {{ messages.0.role }}",
+    "{{ - 3 }} {{ -(2 + 1) }} {{ not true == false }} {{ 2 * 3 + 1 }} {{ 2 + 3 * 4 ~ 5 }} {{ 2 ** 3 ** 2 }} {{ -2 ** 2 }} {{ (1 + 2) * 3 }}",
+    "{{ messages | length - 1 }} {{ messages | length > 0 and messages[0].role == 'user' }} {{ 'x' ~ messages | length }}",
+    "{%- set greeting -%}\n  Hello\n{%- endset -%}\n[{{ greeting }}]",
+    "{% generation %}gen{{ 1 }}{% endgeneration %}",
+    "{{ strftime_now('%Y') | length }}",
+    "{% macro f() %}x{% endmacro %}{{ f is defined }} {{ f() ~ f() }}",
+    "{{ 'é' < 'z' }} {{ 'Z' < 'a' }} {{ [1, 'a'] == [1, 'a'] }} {{ 1 in [1.0] }} {{ true in [1] }}",
+    "{{ 9007199254740993 }} {{ 123456789012 * 1000 }} {{ 0.1 * 3 }} {{ 1 / 3 }} {{ 2 / 3 * 3 }} {{ 100000000000000000.0 }} {{ 1234567890123456.7 }} {{ 0.0001 }} {{ 0.00001 }}",
+]
+SNIP_REQ = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}], "add_generation_prompt": False}
+
+
+def run_snippets(tmpdir):
+    passed = failed = 0
+    d = os.path.join(tmpdir, "snip")
+    os.makedirs(d)
+    for i, src in enumerate(SNIPPETS):
+        cfg = {"bos_token": "<s>", "eos_token": "</s>", "chat_template": src}
+        with open(os.path.join(d, "tokenizer_config.json"), "w") as f:
+            json.dump(cfg, f)
+        try:
+            want, werr = py_render(cfg, SNIP_REQ), None
+        except Exception as e:  # noqa: BLE001
+            want, werr = None, "%s: %s" % (type(e).__name__, e)
+        got, gerr = c_render(d, SNIP_REQ)
+        if (want is None and got is None) or (want is not None and want == got):
+            passed += 1
+        else:
+            failed += 1
+            print("FAIL snippet #%d %r" % (i, src))
+            print("  jinja2:", repr(want) if werr is None else werr)
+            print("  dotlm: ", repr(got) if gerr is None else gerr)
+    return passed, failed
+
+
 def main():
     seed = int(os.environ.get("DOTLM_TEST_SEED", "1234"))
     print("seed", seed, file=sys.stderr)
@@ -298,7 +411,10 @@ def main():
                 else:
                     print("  jinja2:", repr(want)[:300] if werr is None else werr)
                     print("  dotlm: ", repr(got)[:300] if gerr is None else gerr)
-    print("(%d requests x %d templates, %d expected errors)" % (len(corpus), len(dirs), raised))
+    sp, sf = run_snippets(tmp.name)
+    passed += sp
+    failed += sf
+    print("(%d requests x %d templates, %d expected errors; %d snippets)" % (len(corpus), len(dirs), raised, len(SNIPPETS)))
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed or len(corpus) < 60 else 0
 
