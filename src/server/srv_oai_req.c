@@ -107,7 +107,10 @@ static json_t *norm_messages(json_t *msgs, oai_err *e) {
             }
             json_object_set_new(c, "content", json_string(txt.p ? txt.p : ""));
             sb_free(&txt);
-        } else if (content && !json_is_string(content) && !json_is_null(content)) {
+        } else if (!content || json_is_null(content)) {
+            /* templates test `'x' in message.content`: null (assistant tool calls) -> "" */
+            json_object_set_new(c, "content", json_string(""));
+        } else if (!json_is_string(content)) {
             json_decref(c);
             json_decref(out);
             return BAD(p, "'%s.content' must be a string, an array of text parts or null", p), NULL;

@@ -85,7 +85,7 @@ static void finish_seq(srv_sched *s, seq *q, srv_finish fin, const char *err) {
     srv_buf tail = {0};
     if (fin != FIN_ERROR) {
         char buf[64];
-        int w = tok_stream_flush(&q->ts, buf, sizeof buf);
+        int w = s->tk ? tok_stream_flush(&q->ts, buf, sizeof buf) : 0;
         if (w > 0) srv_stop_feed(&q->stop, buf, (size_t)w, &tail);
         srv_stop_flush(&q->stop, &tail);
     }
@@ -209,7 +209,7 @@ static void on_logits(srv_sched *s, seq *q, float *lg, double now) {
     samp_accept(&q->smp, id);
     atomic_fetch_add(&g_srv_metrics.gen_tokens, 1);
     char piece[512];
-    int w = tok_stream_push(&q->ts, id, piece, sizeof piece);
+    int w = s->tk ? tok_stream_push(&q->ts, id, piece, sizeof piece) : 0;
     srv_buf vis = {0};
     int hit = w > 0 ? srv_stop_feed(&q->stop, piece, (size_t)w, &vis) : 0;
     pthread_mutex_lock(&r->mu);
