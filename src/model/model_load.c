@@ -302,9 +302,9 @@ dl_model *model_load(const char *dir, dl_backend *be, const model_opts *opts) {
     if (cfg_load(path, &m->cfg)) goto fail_nocfg;
     hf_config *c = &m->cfg;
     if (c->quant.kind == QCFG_OTHER) {
-        dl_err("%s: quantization_config uses %s (%s), which dotlm does not run; supported: "
-               "fp8 (block), compressed-tensors float-quantized FP8 and int-quantized W8A8",
-               path, c->quant.method, c->quant.detail);
+        dl_err("%s: %s; dotlm runs fp8 (block-scaled), compressed-tensors float-quantized FP8 "
+               "and int-quantized W8A8 checkpoints",
+               path, c->quant.detail);
         goto fail;
     }
     snprintf(path, sizeof path, "%s/generation_config.json", dir);
