@@ -56,8 +56,14 @@ def is_error_shape(data):
         and "type" in e and "param" in e and "code" in e
 
 
-def metrics():
-    st, data = raw("GET", "/metrics")
+def metrics(port=None):
+    if port:
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        c.request("GET", "/metrics")
+        data = c.getresponse().read()
+        c.close()
+    else:
+        st, data = raw("GET", "/metrics")
     out = {}
     for line in data.decode().splitlines():
         if line and not line.startswith("#"):
@@ -434,7 +440,9 @@ def test_shutdown(model):
             res["err"] = repr(e)
     t = threading.Thread(target=work)
     t.start()
-    time.sleep(0.3)
+    t0 = time.time()
+    while time.time() - t0 < 30 and metrics(srv.port).get("dotlm_running_sequences") != 1:
+        time.sleep(0.02)
     rc = srv.stop(signal.SIGTERM)
     t.join(30)
     fins = [c.choices[0].finish_reason for c in res.get("text", []) if c.choices and c.choices[0].finish_reason]
