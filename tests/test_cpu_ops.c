@@ -325,6 +325,7 @@ static void test_misc(dl_backend *be) {
     CHECK(!g && strstr(dl_errmsg(), "-DDOTLM_CUDA=ON"));
     CHECK(!be_create("nope", 0));
     CHECK(!strcmp(be->name, "cpu"));
+    CHECK(be->copy2d && be->sigmoid_mul && be->gdn && be->conv1d_silu && be->gated_rmsnorm);
     fast_on();
     kreg_reset_counts();
     float a[8] = {0}, b2[8] = {0};

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/cpu_gdn.h"
 #include "backend/cpu/cpu_internal.h"
 #if CPU_X86
 #include <cpuid.h>
@@ -242,5 +243,6 @@ dl_backend *cpu_backend_create(int nthreads) {
     be->silu_mul = op_silu_mul;
     be->add = op_add;
     be->gather_rows = op_gather_rows;
+    cpu_gdn_install(be); /* copy2d, sigmoid_mul and the Gated DeltaNet ops (cpu_gdn.c) */
     return be;
 }

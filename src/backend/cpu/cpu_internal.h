@@ -13,6 +13,7 @@
 #include "backend/backend.h"
 #include "core/tpool.h"
 
+/* Shared by every op file of the backend (cpu_gdn.c reads tp and batch). */
 typedef struct {
     tpool *tp;       /* pool ops run on */
     int own_tp;      /* 1 if tp was created for this backend */
