@@ -21,6 +21,13 @@
 #include <math.h>
 #include <string.h>
 
+/* The inner loops are plain axpy / dot loops over a head's Dv or Dk values;
+ * GCC's -O2 cost model leaves loops of unknown trip count scalar, -O3
+ * vectorizes them (clang already does at -O2). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("O3")
+#endif
+
 #include "backend/cpu/cpu_gdn.h"
 
 /* y[0..n) += a * x[0..n) */
