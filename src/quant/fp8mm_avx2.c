@@ -1,10 +1,12 @@
 /* fp32-accumulating quantized matmul, AVX2 + FMA + F16C.
  *
- * Weights are widened one K segment at a time for a panel of up to NB
- * output rows into a per-call fp32 buffer (exact: e5m2 is the top byte of an
- * fp16, e4m3 becomes an fp16 scaled by 2^-8 and is rescaled by 256, NaN
- * codes are kept NaN; tested against the 256-entry tables for every code),
- * then reused by every activation row. Each (m, n) pair owns one 8-lane
+ * Weights are widened one K segment at a time for a panel of output rows
+ * into a per-call fp32 buffer, then reused by every activation row; at
+ * M = 1 a fused kernel widens in registers instead. Widening is exact:
+ * e5m2 is the top byte of an fp16; e4m3 becomes the fp16 of w * 2^-8 and
+ * each segment's dot is multiplied back by 2^8 (exact while no product falls
+ * below 2^-118); NaN codes stay NaN. Tested against the 256-entry tables for
+ * every code. Each (m, n) pair owns one 8-lane
  * accumulator fed in k order and reduced by a fixed tree at the segment end,
  * so a row's result is the same whatever M, the m-tiling or the thread
  * split. */
@@ -40,21 +42,18 @@ AVX2_FN static inline void widen16(dl_dtype dt, const uint8_t *src, float *dst) 
         return;
     }
     __m256i h = f16_bits(dt, c);
-    __m256 f0 = _mm256_cvtph_ps(_mm256_castsi256_si128(h));
-    __m256 f1 = _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1));
-    if (dt == DT_F8E4M3) {
-        const __m256 k256 = _mm256_set1_ps(256.0f);
-        f0 = _mm256_mul_ps(f0, k256);
-        f1 = _mm256_mul_ps(f1, k256);
-    }
-    _mm256_store_ps(dst, f0);
-    _mm256_store_ps(dst + 8, f1);
+    _mm256_store_ps(dst, _mm256_cvtph_ps(_mm256_castsi256_si128(h)));
+    _mm256_store_ps(dst + 8, _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1)));
 }
+
+/* Value multiplier of the widened codes: e4m3 is widened as w * 2^-8 and
+ * each segment's dot is multiplied back by 2^8 (exact). */
+static inline float seg_unscale(dl_dtype dt) { return dt == DT_F8E4M3 ? 256.0f : 1.0f; }
 
 AVX2_FN void fp8mm_widen16_avx2(dl_dtype dt, const uint8_t *src, float *dst) {
     float t[16] __attribute__((aligned(32)));
     widen16(dt, src, t);
-    memcpy(dst, t, sizeof t);
+    for (int i = 0; i < 16; i++) dst[i] = t[i] * seg_unscale(dt);
 }
 
 /* Widen codes [0, len) of one row into dst (32-byte aligned), zero-filled
@@ -75,6 +74,13 @@ AVX2_FN static void widen_row(dl_dtype dt, const uint8_t *src, int64_t len, floa
     case DT_F8E5M2: widen_row_t(DT_F8E5M2, src, len, dst); break;
     default: widen_row_t(DT_I8, src, len, dst); break;
     }
+}
+
+/* Scale element i (block layout), without w_scale_at's per-call dispatch. */
+static inline float scale_load(const dl_weight *w, int64_t i) {
+    if (w->scale_dtype == DT_F32) return ((const float *)w->scale)[i];
+    if (w->scale_dtype == DT_BF16) return bf16_to_f32(((const uint16_t *)w->scale)[i]);
+    return f16_to_f32(((const uint16_t *)w->scale)[i]);
 }
 
 AVX2_FN static inline float hsum8(__m256 v) {
@@ -141,7 +147,7 @@ AVX2_FN static void mk1x4(const float *x0, const float *wb, int64_t ws, int64_t 
     p[0] = hsum8(a0), p[1] = hsum8(a1), p[2] = hsum8(a2), p[3] = hsum8(a3);
 }
 
-/* 16 codes -> two fp32 vectors (exact values, as widen16). */
+/* 16 codes -> two fp32 vectors (the same values as widen16). */
 AVX2_FN static inline void widen_regs(dl_dtype dt, const uint8_t *src, __m256 *f0, __m256 *f1) {
     __m128i c = _mm_loadu_si128((const __m128i *)src);
     if (dt == DT_I8) {
@@ -152,11 +158,6 @@ AVX2_FN static inline void widen_regs(dl_dtype dt, const uint8_t *src, __m256 *f
     __m256i h = f16_bits(dt, c);
     *f0 = _mm256_cvtph_ps(_mm256_castsi256_si128(h));
     *f1 = _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1));
-    if (dt == DT_F8E4M3) {
-        const __m256 k256 = _mm256_set1_ps(256.0f);
-        *f0 = _mm256_mul_ps(*f0, k256);
-        *f1 = _mm256_mul_ps(*f1, k256);
-    }
 }
 
 /* M = 1 fused kernel: widens in registers (no buffer round trip) and issues,
@@ -165,32 +166,34 @@ AVX2_FN static inline void widen_regs(dl_dtype dt, const uint8_t *src, __m256 *f
  * bitwise those of the buffered path. rows: NR row pointers at k0. */
 AVX2_FN static inline void gemv4_t(dl_dtype dt, const uint8_t *const *rows, const float *x,
                                    int64_t len, float p[NR]) {
-    __m256 acc[NR];
-    for (int r = 0; r < NR; r++) acc[r] = _mm256_setzero_ps();
+    /* named accumulators: an indexed array would be kept in memory */
+    __m256 c0 = _mm256_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, f0, f1;
+    const uint8_t *r0 = rows[0], *r1 = rows[1], *r2 = rows[2], *r3 = rows[3];
     int64_t k = 0;
+#define GEMV_ROW(c, r)                                  \
+    widen_regs(dt, (r) + k, &f0, &f1);                  \
+    c = _mm256_fmadd_ps(xa, f0, c);                     \
+    c = _mm256_fmadd_ps(xb, f1, c);
     for (; k + 16 <= len; k += 16) {
         __m256 xa = _mm256_loadu_ps(x + k), xb = _mm256_loadu_ps(x + k + 8);
-        for (int r = 0; r < NR; r++) {
-            __m256 f0, f1;
-            widen_regs(dt, rows[r] + k, &f0, &f1);
-            acc[r] = _mm256_fmadd_ps(xa, f0, acc[r]);
-            acc[r] = _mm256_fmadd_ps(xb, f1, acc[r]);
-        }
+        GEMV_ROW(c0, r0) GEMV_ROW(c1, r1) GEMV_ROW(c2, r2) GEMV_ROW(c3, r3)
     }
+#undef GEMV_ROW
     if (k < len) {
         int64_t rem = len - k;
         __m256 xa = _mm256_maskload_ps(x + k, tail_mask(rem));
         __m256 xb = rem > 8 ? _mm256_maskload_ps(x + k + 8, tail_mask(rem - 8)) : xa;
-        for (int r = 0; r < NR; r++) {
-            uint8_t t[16] = {0};
-            memcpy(t, rows[r] + k, (size_t)rem);
-            __m256 f0, f1;
-            widen_regs(dt, t, &f0, &f1);
-            acc[r] = _mm256_fmadd_ps(xa, f0, acc[r]);
-            if (rem > 8) acc[r] = _mm256_fmadd_ps(xb, f1, acc[r]);
-        }
+        uint8_t t[NR][16];
+        memset(t, 0, sizeof t);
+        for (int r = 0; r < NR; r++) memcpy(t[r], rows[r] + k, (size_t)rem);
+#define GEMV_TAIL(c, r)                                        \
+    widen_regs(dt, t[r], &f0, &f1);                            \
+    c = _mm256_fmadd_ps(xa, f0, c);                            \
+    if (rem > 8) c = _mm256_fmadd_ps(xb, f1, c);
+        GEMV_TAIL(c0, 0) GEMV_TAIL(c1, 1) GEMV_TAIL(c2, 2) GEMV_TAIL(c3, 3)
+#undef GEMV_TAIL
     }
-    for (int r = 0; r < NR; r++) p[r] = hsum8(acc[r]);
+    p[0] = hsum8(c0), p[1] = hsum8(c1), p[2] = hsum8(c2), p[3] = hsum8(c3);
 }
 
 AVX2_FN static void gemv4(dl_dtype dt, const uint8_t *const *rows, const float *x, int64_t len,
@@ -211,6 +214,7 @@ AVX2_FN int fp8mm_rows_avx2(const qmm_f32job *j, int64_t n0, int64_t n1) {
      * stream (prefetch friendly); large M: 64-row panels so a widened
      * segment serves many rows. Same per-element arithmetic either way. */
     const int64_t pan = M <= 8 ? NR : NB;
+    const float us = seg_unscale(w->dtype);
     float *wbuf = aligned_alloc(32, (size_t)(NB * ws) * sizeof(float));
     float *acc = malloc((size_t)M * NB * sizeof(float));
     if (!wbuf || !acc) {
@@ -221,6 +225,8 @@ AVX2_FN int fp8mm_rows_avx2(const qmm_f32job *j, int64_t n0, int64_t n1) {
         int64_t nb = n1 - nb0 < pan ? n1 - nb0 : pan, nbp = (nb + NR - 1) / NR * NR;
         memset(acc, 0, (size_t)M * (size_t)pan * sizeof(float));
         memset(wbuf + nb * ws, 0, (size_t)((nbp - nb) * ws) * sizeof(float));
+        int64_t sidx[NB]; /* block layout: seg == bk, scale index = sidx[r] + g */
+        for (int64_t r = 0; block && r < nb; r++) sidx[r] = (nb0 + r) / w->bn * nseg;
         for (int64_t g = 0; g < nseg; g++) {
             int64_t k0 = g * seg, len = K - k0 < seg ? K - k0 : seg;
             float sb[NB];
@@ -228,7 +234,7 @@ AVX2_FN int fp8mm_rows_avx2(const qmm_f32job *j, int64_t n0, int64_t n1) {
                 if (M > 1)
                     widen_row(w->dtype, (const uint8_t *)w->data + (nb0 + r) * w->ld + k0, len,
                               wbuf + r * ws);
-                if (block) sb[r] = w_scale_at(w, nb0 + r, k0);
+                if (block) sb[r] = scale_load(w, sidx[r] + g);
             }
             if (M == 1) { /* pan == NR: one fused tile; missing rows alias row 0 */
                 const uint8_t *rows[NR];
@@ -237,7 +243,7 @@ AVX2_FN int fp8mm_rows_avx2(const qmm_f32job *j, int64_t n0, int64_t n1) {
                 float p[NR];
                 gemv4(w->dtype, rows, j->x + k0, len, p);
                 for (int64_t r = 0; r < nb; r++) {
-                    float t = p[r];
+                    float t = p[r] * us;
                     if (j->xs_mode == 2) t = t * j->xs[g];
                     if (block) t = t * sb[r];
                     acc[r] += t;
@@ -254,7 +260,7 @@ AVX2_FN int fp8mm_rows_avx2(const qmm_f32job *j, int64_t n0, int64_t n1) {
                     for (int i = 0; i <= two; i++) {
                         float *ar = acc + (int64_t)(m + i) * pan;
                         for (int64_t r = r0; r < r0 + NR && r < nb; r++) {
-                            float t = p[i][r - r0];
+                            float t = p[i][r - r0] * us;
                             if (j->xs_mode == 2) t = t * j->xs[(int64_t)(m + i) * nseg + g];
                             if (block) t = t * sb[r];
                             ar[r] += t;
