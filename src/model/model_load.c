@@ -307,6 +307,13 @@ dl_model *model_load(const char *dir, dl_backend *be, const model_opts *opts) {
                path, c->quant.detail);
         goto fail;
     }
+    for (int i = 0; i < c->n_layers; i++)
+        if (c->layer_moe[i]) {
+            dl_err("%s: layer %d uses a sparse mixture-of-experts MLP (num_experts %d); this "
+                   "build runs dense MLPs only",
+                   path, i, c->n_experts);
+            goto fail;
+        }
     snprintf(path, sizeof path, "%s/generation_config.json", dir);
     if (gencfg_load(path, &m->gen)) goto fail;
     if (!m->opts.quiet)
