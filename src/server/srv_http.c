@@ -356,7 +356,7 @@ int srv_port(const srv_server *s) {
 
 void srv_close(srv_server *s) { atomic_store(&s->closing, 1); }
 
-void srv_stop(srv_server *s) {
+void srv_shutdown(srv_server *s) {
     if (!s) return;
     if (s->d) MHD_stop_daemon(s->d);
     free(s);

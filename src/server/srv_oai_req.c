@@ -184,12 +184,15 @@ static int add_stop(srv_req *r, const char *s) {
 
 /* Chat: render the template and tokenize. */
 static int chat_prompt(srv_server *s, json_t *b, oai_job *job, oai_err *e) {
-    if (!s->tokcfg)
-        return BAD("messages", "this model has no tokenizer_config.json chat template; use /v1/completions");
     json_t *msgs = norm_messages(json_object_get(b, "messages"), e);
     if (!msgs) return -1;
     json_t *tools = NULL;
     if (tools_check(b, &tools, &job->tools, e)) return json_decref(msgs), -1;
+    if (!s->tokcfg) {
+        json_decref(msgs);
+        json_decref(tools);
+        return BAD("messages", "this model has no tokenizer_config.json chat template; use /v1/completions");
+    }
     json_t *req = json_object();
     json_object_set_new(req, "messages", msgs);
     if (tools) json_object_set_new(req, "tools", tools);

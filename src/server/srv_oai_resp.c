@@ -20,7 +20,7 @@ void oai_out_free(oai_out *o) {
 
 static json_t *tok_str(srv_server *s, int32_t id) {
     size_t n = 0;
-    char *t = tok_decode_len(s->tk, &id, 1, 0, &n);
+    char *t = s->tk ? tok_decode_len(s->tk, &id, 1, 0, &n) : NULL;
     json_t *j = t ? json_stringn(t, n) : NULL;
     free(t);
     return j ? j : json_string("");

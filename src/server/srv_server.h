@@ -30,4 +30,4 @@ int srv_port(const srv_server *s);
 /* Answer 503 to new generation requests (shutdown begins). */
 void srv_close(srv_server *s);
 /* Stop the daemon (waits for connection threads) and free. */
-void srv_stop(srv_server *s);
+void srv_shutdown(srv_server *s);

@@ -38,16 +38,19 @@ size_t srv_partial_suffix(const char *text, size_t n, const char *const *needles
     return best;
 }
 
-/* Find the earliest occurrence of any stop string in h[0..n); -1 if none. */
+/* The stop match that completes first in h[0..n) (smallest end; on a tie the
+ * longer one): this is the one a token-by-token generator would have hit
+ * first, whatever the feed boundaries. Returns its start, or -1. */
 static long find_first(const srv_stop *s, const char *h, size_t n) {
     long best = -1;
+    size_t best_end = 0;
     for (int i = 0; i < s->n; i++) {
         size_t L = strlen(s->stops[i]);
         if (L > n) continue;
         for (size_t at = 0; at + L <= n; at++) {
-            if (best >= 0 && (long)at >= best) break;
+            if (best >= 0 && at + L > best_end) break;
             if (h[at] == s->stops[i][0] && !memcmp(h + at, s->stops[i], L)) {
-                best = (long)at;
+                if (best < 0 || at + L < best_end || (long)at < best) best = (long)at, best_end = at + L;
                 break;
             }
         }

@@ -96,18 +96,17 @@ static const char *find(const char *h, size_t n, const char *needle) {
 static int close_call(srv_parser *p, srv_parse_out *o) {
     char *name = NULL, *args = NULL;
     int rc = 0;
+    p->state = 0;
     if (!srv_parse_tool_json(p->body.p ? p->body.p : "", p->body.n, &name, &args)) {
         if (add_call(o, name, args)) rc = -1, free(name), free(args);
         p->n_calls++;
+        p->skip_ws = 1; /* whitespace between calls is not content */
     } else {
-        p->state = 0;
         p->skip_ws = 0;
         rc = sb_adds(&o->content, T_CALL) || sb_add(&o->content, p->body.p ? p->body.p : "", p->body.n) ||
              sb_adds(&o->content, T_ECALL);
     }
     sb_reset(&p->body);
-    p->state = 0;
-    p->skip_ws = 1;
     return rc ? -1 : 0;
 }
 
