@@ -13,7 +13,8 @@
 static const char k_ws[] =
     "\\t\\n\\x0B\\f\\r\\x20\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}";
 
-/* Rewrite \s / \S outside and \s inside character classes. Returns malloc'd
+/* Rewrite \s / \S outside and \s inside character classes, and widen
+ * \p{L} / \p{N} to Oniguruma's sets. Returns malloc'd
  * pattern or NULL when it meets a construct it cannot rewrite (\S in a class). */
 static char *rewrite_ws(const char *pat) {
     tok_buf b = {0};
@@ -26,6 +27,14 @@ static char *rewrite_ws(const char *pat) {
                 if (!in_class) tok_buf_put(&b, "[", 1);
                 tok_buf_put(&b, k_ws, sizeof k_ws - 1);
                 if (!in_class) tok_buf_put(&b, "]", 1);
+            } else if (d == 'p' && (!strncmp(pat + i + 1, "{L}", 3) || !strncmp(pat + i + 1, "{N}", 3))) {
+                /* Oniguruma's Unicode tables are newer than PCRE2's: add the difference */
+                const char *extra = pat[i + 2] == 'L' ? tok_unidata_L_extra : tok_unidata_N_extra;
+                if (!in_class) tok_buf_put(&b, "[", 1);
+                tok_buf_put(&b, pat + i - 1, 5);
+                tok_buf_put(&b, extra, strlen(extra));
+                if (!in_class) tok_buf_put(&b, "]", 1);
+                i += 3;
             } else if (d == 'S') {
                 if (in_class) { tok_buf_free(&b); return NULL; }
                 tok_buf_put(&b, "[^", 2);
@@ -80,7 +89,19 @@ pcre2_code *tok_re_compile(const char *pattern, int literal, char *err, size_t e
     return re;
 }
 
-int tok_normalize(const tok_tokenizer *t, const char *s, size_t n, char **out, size_t *outn) {
+static int is_inert(uint32_t cp) {
+    int lo = 0, hi = tok_unidata_norm_inert_n - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (tok_unidata_norm_inert[mid] == cp) return 1;
+        if (tok_unidata_norm_inert[mid] < cp) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return 0;
+}
+
+/* Normalize one run that contains no inert code point. */
+static int normalize_run(const tok_tokenizer *t, const char *s, size_t n, tok_buf *out) {
     int ascii = 1;
     for (size_t i = 0; i < n && ascii; i++) ascii = (unsigned char)s[i] < 0x80;
     char *cur = malloc(n + 1);
@@ -101,9 +122,34 @@ int tok_normalize(const tok_tokenizer *t, const char *s, size_t n, char **out, s
         cur = (char *)r;
         len = (size_t)rl;
     }
-    *out = cur;
-    *outn = len;
+    int rc = tok_buf_put(out, cur, len);
+    free(cur);
+    return rc;
+}
+
+/* HF normalizes with Unicode 9 tables: a code point they do not know is a
+ * starter with no decomposition, so the text is normalized in runs split at
+ * such code points (normalization never crosses a starter that cannot
+ * compose), which reproduces HF on text newer than its tables. */
+int tok_normalize(const tok_tokenizer *t, const char *s, size_t n, char **out, size_t *outn) {
+    tok_buf b = {0};
+    size_t run = 0;
+    for (size_t i = 0; i < n && t->nnorm;) {
+        uint32_t cp;
+        int l = tok_utf8_next((const unsigned char *)s + i, n - i, &cp);
+        if (cp >= 0x7FD && is_inert(cp)) {
+            if (normalize_run(t, s + run, i - run, &b) < 0 || tok_buf_put(&b, s + i, (size_t)l) < 0) goto fail;
+            run = i + (size_t)l;
+        }
+        i += (size_t)l;
+    }
+    if (normalize_run(t, s + run, n - run, &b) < 0) goto fail;
+    *out = b.p;
+    *outn = b.n;
     return 0;
+fail:
+    tok_buf_free(&b);
+    return -1;
 }
 
 /* A list of pieces: spans into one text buffer. */
