@@ -89,6 +89,16 @@ static void finish_seq(srv_sched *s, seq *q, srv_finish fin, const char *err) {
         if (w > 0) srv_stop_feed(&q->stop, buf, (size_t)w, &tail);
         srv_stop_flush(&q->stop, &tail);
     }
+    /* free the slot and its blocks first: whoever wakes on the request sees them released */
+    pthread_mutex_lock(&s->mu);
+    kv_slot_free(&s->kv, q->slot);
+    q->r = NULL;
+    s->n_running--;
+    pthread_mutex_unlock(&s->mu);
+    samp_free(&q->smp);
+    srv_stop_free(&q->stop);
+    atomic_fetch_add(&g_srv_metrics.finished[fin == FIN_STOP ? 0 : fin == FIN_LENGTH ? 1 : 3], 1);
+    srv_hist_observe(&g_srv_metrics.e2e, srv_now() - r->t_arrive);
     pthread_mutex_lock(&r->mu);
     if (tail.n) sb_add(&r->text, tail.p, tail.n);
     r->finish = fin;
@@ -96,16 +106,7 @@ static void finish_seq(srv_sched *s, seq *q, srv_finish fin, const char *err) {
     pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&r->mu);
     sb_free(&tail);
-    atomic_fetch_add(&g_srv_metrics.finished[fin == FIN_STOP ? 0 : fin == FIN_LENGTH ? 1 : 3], 1);
-    srv_hist_observe(&g_srv_metrics.e2e, srv_now() - r->t_arrive);
-    samp_free(&q->smp);
-    srv_stop_free(&q->stop);
     srv_req_unref(r);
-    pthread_mutex_lock(&s->mu);
-    kv_slot_free(&s->kv, q->slot);
-    q->r = NULL;
-    s->n_running--;
-    pthread_mutex_unlock(&s->mu);
 }
 
 static void fail_req(srv_req *r, const char *msg) {
