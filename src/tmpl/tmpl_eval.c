@@ -645,21 +645,36 @@ static int render_for(rs *st, const tnode *n) {
         if (st->err) { json_decref(seq); return -1; }
     }
     size_t len = json_array_size(seq);
+    /* one loop object and one scope per for-statement, updated per item
+     * (jinja2's loop is likewise a single object advancing in place) */
+    json_t *loop = len ? json_object() : NULL;
+    if (len) {
+        json_object_set_new(loop, "length", json_integer((json_int_t)len));
+        json_object_set_new(loop, "depth", json_integer(1));
+        json_object_set_new(loop, "depth0", json_integer(0));
+        if (push_scope(st)) { json_decref(loop); json_decref(seq); return -1; }
+    }
     for (size_t i = 0; i < len; i++) {
         if (++st->steps > TMPL_MAX_STEPS) { rs_err(st, n->line, "loop iteration limit exceeded"); break; }
-        if (push_scope(st)) break;
-        json_t *loop = json_pack("{s:I,s:I,s:I,s:I,s:b,s:b,s:I,s:I,s:I}", "index", (json_int_t)i + 1, "index0", (json_int_t)i,
-                                 "revindex", (json_int_t)(len - i), "revindex0", (json_int_t)(len - i - 1), "first", i == 0,
-                                 "last", i + 1 == len, "length", (json_int_t)len, "depth", (json_int_t)1, "depth0", (json_int_t)0);
+        json_object_set_new(loop, "index", json_integer((json_int_t)i + 1));
+        json_object_set_new(loop, "index0", json_integer((json_int_t)i));
+        json_object_set_new(loop, "revindex", json_integer((json_int_t)(len - i)));
+        json_object_set_new(loop, "revindex0", json_integer((json_int_t)(len - i - 1)));
+        json_object_set(loop, "first", json_boolean(i == 0));
+        json_object_set(loop, "last", json_boolean(i + 1 == len));
         if (i > 0) json_object_set(loop, "previtem", json_array_get(seq, i - 1));
         if (i + 1 < len) json_object_set(loop, "nextitem", json_array_get(seq, i + 1));
+        else json_object_del(loop, "nextitem");
+        json_object_clear(st->sc[st->nsc - 1]); /* fresh variables for each item */
         assign(st, "loop", loop);
-        json_decref(loop);
         if (!bind_targets(st, n, json_array_get(seq, i))) render(st, n->k[1]);
-        pop_scope(st);
         if (st->err) break;
         if (st->brk == 1) { st->brk = 0; break; }
         st->brk = 0;
+    }
+    if (len) {
+        pop_scope(st);
+        json_decref(loop);
     }
     json_decref(seq);
     if (st->err) return -1;

@@ -103,9 +103,9 @@ typedef struct {
     int brk;           /* 1 = break, 2 = continue pending */
 } rs;
 
-#define TMPL_MAX_STEPS 10000000L
+#define TMPL_MAX_STEPS 1000000L
 #define TMPL_MAX_DEPTH 64
-#define TMPL_MAX_OUT ((size_t)256 << 20)
+#define TMPL_MAX_OUT ((size_t)64 << 20)
 
 int rs_err(rs *st, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int rs_truthy(rs *st, json_t *v);

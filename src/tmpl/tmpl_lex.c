@@ -100,14 +100,15 @@ static void unescape(tbuf *b, const char *s, size_t n) {
         case 't': tb_putc(b, '\t'); break;
         case 'v': tb_putc(b, '\v'); break;
         case 'x': case 'u': case 'U': {
-            int nd = e == 'x' ? 2 : e == 'u' ? 4 : 8, cp = 0, ok = i + (size_t)nd < n;
+            int nd = e == 'x' ? 2 : e == 'u' ? 4 : 8, ok = i + (size_t)nd < n;
+            long cp = 0;
             for (int k = 1; ok && k <= nd; k++) {
                 int h = hexval((unsigned char)s[i + (size_t)k]);
                 if (h < 0) ok = 0;
                 else cp = cp * 16 + h;
             }
             if (ok && cp <= 0x10FFFF) {
-                tu_encode(b, cp);
+                tu_encode(b, (int)cp);
                 i += (size_t)nd;
             } else {
                 tb_putc(b, '\\');

@@ -545,7 +545,10 @@ static tnode *p_stmt(parser *P) {
             tnode *tu = nn(E_TUPLE, line);
             if (!tu || addk(tu, v)) { tn_free(tu); tn_free(v); FAIL(n); }
             v = tu;
-            while (skip_op(P, ",")) ADD(v, p_expr(P, 1));
+            while (v && skip_op(P, ",")) {
+                tnode *e = p_expr(P, 1);
+                if (!e || addk(v, e)) { tn_free(e); tn_free(v); v = NULL; }
+            }
         }
         ADD(n, v);
         if (end_tag(P)) FAIL(n);
