@@ -205,13 +205,13 @@ static void launch(cudaStream_t st, float *out, const float *q, const gk_attn *a
     dim3 block(AT_WARPS * DL_WARP);
     if (a->kv_f16) {
         if (!attr_set[1]) {
-            (void)cudaFuncSetAttribute(dl_k_attn<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024);
+            (void)cudaFuncSetAttribute((const void *)dl_k_attn<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024);
             attr_set[1] = true;
         }
         dl_k_attn<1><<<grid, block, sm, st>>>(out, q, *a, qv, nseg, part, at_ck(a->hd));
     } else {
         if (!attr_set[0]) {
-            (void)cudaFuncSetAttribute(dl_k_attn<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024);
+            (void)cudaFuncSetAttribute((const void *)dl_k_attn<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024);
             attr_set[0] = true;
         }
         dl_k_attn<0><<<grid, block, sm, st>>>(out, q, *a, qv, nseg, part, at_ck(a->hd));

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Opcode gate for the GPU kernels (src/backend/gpu/*.cu). Per kernel:
+#   NVIDIA PTX (nvcc, compute_90): forbid mma / wmma / wgmma;
+#     kernels named dl_k_i8_* must contain dp4a, dl_k_h2_* fma.rn.f16x2.
+#   AMD gfx906 (hipcc, code object disassembled with llvm-objdump): forbid
+#     v_mfma*, any fp8/bf8 convert, v_dot2_f32_bf16; dl_k_i8_* must contain
+#     v_dot4_i32_i8, dl_k_h2_* v_dot2_f32_f16.
+#   --sass BIN...: NVIDIA machine code of built binaries (cuobjdump
+#     --dump-sass; needs a toolkit with cuobjdump, e.g. on the GPU machine):
+#     forbid HMMA/HGMMA/IMMA/QGMMA (and BMMA/DMMA/OMMA); dl_k_i8_* must contain
+#     IDP4A, dl_k_h2_* HFMA2.
+# Options: --no-ptx, --no-hip (skip a part), --require-hip (fail when hipcc
+# is missing instead of skipping). Exit 1 on any violation.
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SRC="${GPU_GATE_SRC:-$ROOT/src/backend/gpu}"  # override only to self-test the gate
+DO_PTX=1 DO_HIP=1 REQ_HIP=0
+SASS_BINS=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --no-ptx) DO_PTX=0 ;;
+    --no-hip) DO_HIP=0 ;;
+    --require-hip) REQ_HIP=1 ;;
+    --sass) shift; while [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; do SASS_BINS+=("$1"); shift; done; continue ;;
+    *) echo "gpu_gate: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+FAIL=0
+
+# check_listing FILE KIND: FILE holds "kernel<TAB>instruction" lines.
+# KIND selects the rule set. Prints one line per kernel, sets FAIL.
+check_listing() {
+  local file=$1 kind=$2 forbid i8 h2
+  case $kind in
+    ptx)  forbid='^(mma|wmma|wgmma)(\.|$)'; i8='^dp4a'; h2='^fma\.rn(\.[a-z]+)?\.f16x2' ;;
+    hip)  forbid='^(v_mfma|v_smfma|v_cvt_[a-z0-9_]*(fp8|bf8)|v_cvt_pk_[a-z0-9_]*(fp8|bf8)|v_dot2_f32_bf16|v_dot2c_f32_bf16)'; i8='^v_dot4_i32_i8'; h2='^v_dot2_f32_f16' ;;
+    sass) forbid='^(HMMA|HGMMA|IMMA|QGMMA|BMMA|DMMA|OMMA|UTCHMMA|UTCQMMA)'; i8='^IDP4A'; h2='^HFMA2' ;;
+  esac
+  awk -F'\t' -v forbid="$forbid" -v i8="$i8" -v h2="$h2" -v kind="$kind" '
+    { k=$1; ins=$2; seen[k]=1; n[k]++
+      if (ins ~ forbid) { bad[k]++; badins[k]=ins }
+      if (ins ~ i8) ni8[k]++
+      if (ins ~ h2) nh2[k]++ }
+    END {
+      fail=0; nk=0; ci8=0; ch2=0
+      for (k in seen) {
+        nk++; st="ok"; note=""
+        if (bad[k]) { st="FAIL"; note="forbidden " badins[k] " x" bad[k] }
+        if (k ~ /dl_k_i8_/) { ci8++; if (!ni8[k]) { st="FAIL"; note=note " missing int8 dot" } }
+        if (k ~ /dl_k_h2_/) { ch2++; if (!nh2[k]) { st="FAIL"; note=note " missing fp16 dot" } }
+        if (st=="FAIL") fail=1
+        name=k; if (length(name) > 70) name=substr(name,1,67) "..."
+        printf "  %-4s %-5s %-70s ins=%-6d i8dot=%-4d f16dot=%-4d %s\n", st, kind, name, n[k], ni8[k]+0, nh2[k]+0, note
+      }
+      if (nk == 0) { print "  FAIL " kind ": no kernels found"; fail=1 }
+      if (ci8 == 0) { print "  FAIL " kind ": no dl_k_i8_* kernel found"; fail=1 }
+      if (ch2 == 0) { print "  FAIL " kind ": no dl_k_h2_* kernel found"; fail=1 }
+      exit fail
+    }' "$file" > "$TMP/report.txt"
+  local rc=$?
+  sort -k3 "$TMP/report.txt"
+  [ $rc = 0 ] || FAIL=1
+}
+
+if [ $DO_PTX = 1 ]; then
+  if ! command -v nvcc >/dev/null; then echo "gpu_gate: nvcc not found" >&2; exit 1; fi
+  echo "== PTX (nvcc $(nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'), compute_90) =="
+  : > "$TMP/ptx.tsv"
+  for f in "$SRC"/*.cu; do
+    b=$(basename "$f" .cu)
+    if ! nvcc -std=c++17 -O3 -I"$ROOT/src" -arch=compute_90 --ptx "$f" -o "$TMP/$b.ptx" 2> "$TMP/$b.err"; then
+      cat "$TMP/$b.err"; echo "  FAIL ptx: $b.cu does not compile"; FAIL=1; continue
+    fi
+    # one line per instruction: entry name <TAB> opcode (predicates stripped)
+    awk '/\.entry[ \t]+[A-Za-z_0-9]+/ { match($0, /\.entry[ \t]+[A-Za-z_0-9]+/); e=substr($0, RSTART, RLENGTH); sub(/\.entry[ \t]+/, "", e); cur=e; next }
+         cur != "" && /^[ \t]+\{?[ \t]*(@!?%[a-z0-9]+[ \t]+)?[a-z][a-z0-9_.]*/ {
+           s=$0; sub(/^[ \t]+/, "", s); sub(/^\{[ \t]*/, "", s); sub(/^@!?%[a-z0-9]+[ \t]+/, "", s); split(s, a, /[ \t;]/);
+           if (a[1] !~ /^\./) print cur "\t" a[1] }' "$TMP/$b.ptx" >> "$TMP/ptx.tsv"
+  done
+  check_listing "$TMP/ptx.tsv" ptx
+fi
+
+if [ $DO_HIP = 1 ]; then
+  if ! command -v hipcc >/dev/null; then
+    if [ $REQ_HIP = 1 ]; then echo "  FAIL hip: hipcc not found"; FAIL=1
+    else echo "== HIP: hipcc not found, skipped (use --require-hip to fail) =="; fi
+  else
+    BUNDLER=$(command -v clang-offload-bundler || ls /usr/lib/llvm-*/bin/clang-offload-bundler 2>/dev/null | tail -1)
+    OBJDUMP=$(command -v llvm-objdump || ls /usr/lib/llvm-*/bin/llvm-objdump 2>/dev/null | tail -1)
+    echo "== HIP gfx906 (hipcc, code object via ${BUNDLER##*/} + ${OBJDUMP##*/}) =="
+    : > "$TMP/hip.tsv"
+    for f in "$SRC"/*.cu; do
+      b=$(basename "$f" .cu)
+      if ! hipcc -x hip --offload-arch=gfx906 -std=c++17 -O3 -DDOTLM_HIP=1 -I"$ROOT/src" --cuda-device-only -c "$f" \
+           -o "$TMP/$b.bundle" 2> "$TMP/$b.err"; then
+        grep -v rocm_agent_enumerator "$TMP/$b.err" | head -20; echo "  FAIL hip: $b.cu does not compile"; FAIL=1; continue
+      fi
+      tgt=$("$BUNDLER" --list --type=o --inputs="$TMP/$b.bundle" 2>/dev/null | grep gfx906 | head -1)
+      if [ -n "$tgt" ]; then
+        "$BUNDLER" --unbundle --type=o --inputs="$TMP/$b.bundle" --targets="$tgt" --outputs="$TMP/$b.co" || { FAIL=1; continue; }
+      else
+        cp "$TMP/$b.bundle" "$TMP/$b.co" # already a plain code object
+      fi
+      "$OBJDUMP" -d --mcpu=gfx906 "$TMP/$b.co" > "$TMP/$b.dis" || { echo "  FAIL hip: cannot disassemble $b"; FAIL=1; continue; }
+      awk '/^[0-9a-f]+ <[^>]+>:$/ { s=$0; sub(/^[0-9a-f]+ </, "", s); sub(/>:$/, "", s); cur=s; next }
+           cur != "" && /^[ \t]+[sv]_[a-z0-9_]+/ { s=$0; sub(/^[ \t]+/, "", s); split(s, a, /[ \t]/); print cur "\t" a[1] }' \
+        "$TMP/$b.dis" >> "$TMP/hip.tsv"
+    done
+    check_listing "$TMP/hip.tsv" hip
+  fi
+fi
+
+if [ ${#SASS_BINS[@]} -gt 0 ]; then
+  if ! command -v cuobjdump >/dev/null; then echo "  FAIL sass: cuobjdump not found"; FAIL=1
+  else
+    echo "== SASS (cuobjdump --dump-sass ${SASS_BINS[*]}) =="
+    : > "$TMP/sass.tsv"
+    for bin in "${SASS_BINS[@]}"; do
+      cuobjdump --dump-sass "$bin" > "$TMP/sass.txt" 2>&1 || { echo "  FAIL sass: cuobjdump $bin"; FAIL=1; continue; }
+      awk '/Function : / { s=$0; sub(/.*Function : /, "", s); cur=s; next }
+           cur != "" && /\/\*[0-9a-f]+\*\/[ \t]+/ { s=$0; sub(/.*\/\*[0-9a-f]+\*\/[ \t]+/, "", s); sub(/^@!?U?P[T0-9]+[ \t]+/, "", s); split(s, a, /[ \t;]/); print cur "\t" a[1] }' \
+        "$TMP/sass.txt" >> "$TMP/sass.tsv"
+    done
+    check_listing "$TMP/sass.tsv" sass
+  fi
+fi
+
+if [ $FAIL = 0 ]; then echo "gpu_gate: PASS"; else echo "gpu_gate: FAIL"; fi
+exit $FAIL
