@@ -293,7 +293,7 @@ static void load_config(tok_tokenizer *t, const char *dir) {
     char *p = malloc(n);
     if (!p) return;
     snprintf(p, n, "%s/tokenizer_config.json", dir);
-    json_t *cfg = json_load_file(p, 0, NULL);
+    json_t *cfg = json_load_file(p, JSON_DECODE_INT_AS_REAL, NULL); /* model_max_length can be huge */
     free(p);
     if (!json_is_object(cfg)) { json_decref(cfg); return; }
     t->bos_str = config_token(cfg, "bos_token");

@@ -31,7 +31,8 @@ HAND = [
     "<think>\nreasoning\n</think>\n\nanswer", "<tool_call>{\"name\": \"f\"}</tool_call>", " <|eot_id|> ",
     "a<|reserved_special_token_0|>b", "<<|im_start|>>", "<|<|im_end|>|>",
     "!!!???...,,,;;;", "----====____", "......", "...\n\n...", "¿Qué? ¡Sí!", "«quotes» “curly” ‘single’",
-    "naïve café résumé façade coöperate", "ÀÉÎÕÜ àéîõü", "straße STRASSE ß ẞ", "İstanbul ıi", "ǅ ǈ ǋ",
+    "\u0301\u07fd \u0345\u1df6 a\u0301\u0345", "\U00013e8e'S \U0001404fa \U00011935\U00011930 \U00031350\U0002ebf0",
+    "\U00016d70\U0001d2c0 123 \u32ff \U0001fbf1", "naïve café résumé façade coöperate", "ÀÉÎÕÜ àéîõü", "straße STRASSE ß ẞ", "İstanbul ıi", "ǅ ǈ ǋ",
 ]
 
 
