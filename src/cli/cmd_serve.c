@@ -114,6 +114,8 @@ int cmd_serve(int argc, char **argv) {
     if (!tokcfg) fprintf(stderr, "dotlm serve: no usable %s (%s): chat requests will be refused\n", path, je.text);
 
     /* signals: block in every thread; the main thread waits for them */
+    signal(SIGINT, SIG_DFL); /* a background job may inherit SIGINT ignored: sigwait needs it live */
+    signal(SIGTERM, SIG_DFL);
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
@@ -154,7 +156,7 @@ int cmd_serve(int argc, char **argv) {
     sched_drain(sched, grace);
     rc = 0;
 out:
-    srv_stop(srv);
+    srv_shutdown(srv);
     sched_destroy(sched);
     if (o.stats) kreg_print(stderr, 0);
     if (m) model_free(m);
