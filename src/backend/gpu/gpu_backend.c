@@ -382,7 +382,9 @@ static void gpu_matmul(dl_backend *be, float *y, const float *x, const dl_weight
         x = g->ws;
     }
     const int s = dt_slot(w->dtype);
-    if (M <= GEMV_MAX_M && gk_gemv_ok(gk)) {
+    /* the fast kernels read x rows as 16-byte vectors */
+    const int xal = ((uintptr_t)x & 15) == 0;
+    if (xal && M <= GEMV_MAX_M && gk_gemv_ok(gk)) {
         if (fp8 && g->dot2 && kreg_use(&K_DOT2)) {
             gk_gemv_fp8_dot2(g->stream, y, x, gk, M);
             return;
@@ -392,7 +394,7 @@ static void gpu_matmul(dl_backend *be, float *y, const float *x, const dl_weight
             return;
         }
     }
-    if (gk_gemm_ok(gk) && kreg_use(&K_GEMM[s])) {
+    if (xal && gk_gemm_ok(gk) && kreg_use(&K_GEMM[s])) {
         gk_gemm(g->stream, y, x, gk, M);
         return;
     }
