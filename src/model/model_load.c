@@ -245,7 +245,7 @@ mlp:
 }
 
 static void describe_format(dl_model *m) {
-    const dl_weight *w = &m->layers[0].q;
+    const dl_weight *w = &m->layers[0].gate; /* every layer has an MLP */
     const char *pol = m->opts.fp8_policy == FP8_POLICY_DECLARED ? "declared activations"
                                                                  : "weight-only";
     switch (w->dtype) {
