@@ -44,8 +44,7 @@ def randomize(model, gen, wscale=1.0):
     with torch.no_grad():
         for name, p in model.named_parameters():
             if p.ndim == 1 and "norm" in name:
-                if "linear_attn.norm" in name or True:
-                    p.copy_(1.0 + 0.3 * torch.randn(p.shape, generator=gen))
+                p.copy_(1.0 + 0.3 * torch.randn(p.shape, generator=gen))
             elif "A_log" in name:
                 p.copy_(torch.log(torch.empty(p.shape).uniform_(1, 16, generator=gen)))
             elif "dt_bias" in name:
@@ -100,7 +99,20 @@ def make_model(model_type, kw, seed, wscale=1.0):
     return model
 
 
-def dense_fixture(out, name, model_type, kw, dtype, seed, shard=None):
+LONG_LEN = 320
+
+
+def long_case(d, model, vocab, seed, suffix="long"):
+    """A second, >= 300-token prompt (exercises chunked prefill and state carry-over)."""
+    rng = np.random.default_rng(seed + 1000)
+    prompt = rng.integers(0, vocab, LONG_LEN).tolist()
+    logits, greedy = ref_outputs(model, prompt)
+    fn = f"ref_logits_{suffix}.npy"
+    np.save(os.path.join(d, fn), logits.astype(np.float32))
+    return {"prompt": prompt, "greedy": greedy, "logits": fn}
+
+
+def dense_fixture(out, name, model_type, kw, dtype, seed, shard=None, long=False):
     d = os.path.join(out, name)
     os.makedirs(d, exist_ok=True)
     model = make_model(model_type, kw, seed)
@@ -108,8 +120,11 @@ def dense_fixture(out, name, model_type, kw, dtype, seed, shard=None):
     rng = np.random.default_rng(seed)
     prompt = rng.integers(0, kw["vocab_size"], PROMPT_LEN).tolist()
     logits, greedy = ref_outputs(model, prompt)
+    extra = {"tol": 2e-3, "dtype": str(dtype)}
+    if long:
+        extra["extra_cases"] = [long_case(d, model, kw["vocab_size"], seed)]
     model.to(dtype).save_pretrained(d, max_shard_size=shard) if shard else model.to(dtype).save_pretrained(d)
-    save_ref(d, prompt, logits, greedy, {"tol": 2e-3, "dtype": str(dtype)})
+    save_ref(d, prompt, logits, greedy, extra)
     print(f"{name}: logits std {logits.std():.3f}, greedy {greedy}")
 
 
@@ -179,7 +194,7 @@ LINEAR_KEYS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "
 
 
 def quantized_fixture(out, name, kw, scheme, seed, model_type="qwen3", scale_dtype=torch.float32,
-                      fmt="e4m3"):
+                      fmt="e4m3", long=False):
     d = os.path.join(out, name)
     os.makedirs(d, exist_ok=True)
     model = make_model(model_type, kw, seed)
@@ -247,6 +262,7 @@ def quantized_fixture(out, name, kw, scheme, seed, model_type="qwen3", scale_dty
             break
     declared(False)
     logits_wo, greedy_wo = ref_outputs(model, prompt)
+    extra_cases = [long_case(d, model, kw["vocab_size"], seed)] if long else []
     cfg = model.config.to_dict()
     for k in ("_attn_implementation", "_name_or_path"):
         cfg.pop(k, None)
@@ -279,7 +295,7 @@ def quantized_fixture(out, name, kw, scheme, seed, model_type="qwen3", scale_dty
     np.save(os.path.join(d, "ref_logits_declared.npy"), logits_dec.astype(np.float32))
     save_ref(d, prompt, logits_wo, greedy_wo,
              {"tol": 2e-3, "tol_declared": 2e-2, "greedy_declared": greedy_dec, "scheme": scheme,
-              "declared_fp32_vs_fp64": cond, "prompt_tries": tries})
+              "declared_fp32_vs_fp64": cond, "prompt_tries": tries, "extra_cases": extra_cases})
     print(f"{name}: prompt try {tries}, declared fp32-vs-fp64 {cond:.2e}, logits std {logits_wo.std():.3f}, wo-vs-declared max diff "
           f"{np.abs(logits_wo - logits_dec).max():.4f}, greedy {greedy_wo}")
 
@@ -322,13 +338,24 @@ def main():
             base, head_dim=32, num_hidden_layers=4, linear_num_key_heads=2, linear_num_value_heads=4,
             linear_key_head_dim=32, linear_value_head_dim=32, linear_conv_kernel_dim=4,
             full_attention_interval=2, partial_rotary_factor=0.25, tie_word_embeddings=False,
-            eos_token_id=2), torch.bfloat16, s + 7),
+            eos_token_id=2), torch.bfloat16, s + 7, long=True),
+        "qwen3_5_text_fp8_block": lambda: quantized_fixture(a.out, "qwen3_5_text_fp8_block", dict(
+            base, hidden_size=256, intermediate_size=512, head_dim=64, num_hidden_layers=4,
+            linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=64,
+            linear_value_head_dim=64, linear_conv_kernel_dim=4, full_attention_interval=2,
+            partial_rotary_factor=0.25, tie_word_embeddings=False, eos_token_id=2),
+            "fp8_block", s + 9, model_type="qwen3_5_text", long=True),
+        "qwen3_5_text_int8": lambda: quantized_fixture(a.out, "qwen3_5_text_int8", dict(
+            base, head_dim=32, num_hidden_layers=4, linear_num_key_heads=2, linear_num_value_heads=4,
+            linear_key_head_dim=32, linear_value_head_dim=32, linear_conv_kernel_dim=4,
+            full_attention_interval=2, partial_rotary_factor=0.25, tie_word_embeddings=False,
+            eos_token_id=2), "int8", s + 10, model_type="qwen3_5_text"),
         "qwen3_next_bf16": lambda: dense_fixture(a.out, "qwen3_next_bf16", "qwen3_next", dict(
             base, head_dim=32, num_hidden_layers=4, linear_num_key_heads=2, linear_num_value_heads=4,
             linear_key_head_dim=32, linear_value_head_dim=32, linear_conv_kernel_dim=4,
             full_attention_interval=2, partial_rotary_factor=0.25, tie_word_embeddings=False,
             num_experts=0, decoder_sparse_step=1, mlp_only_layers=[0, 1, 2, 3],
-            eos_token_id=2), torch.bfloat16, s + 8),
+            eos_token_id=2), torch.bfloat16, s + 8, long=True),
     }
     failed = 0
     for name, fn in jobs.items():

@@ -129,6 +129,20 @@ def main():
             if greedy is not None:
                 ids, r3 = greedy_of(d, prompt, extra)
                 check(ids == greedy, f"{label}: greedy ids {ids} != transformers {greedy} {r3.stderr[-300:] if ids is None else ''}")
+            # longer prompts (>= 300 tokens: several prefill chunks) for float / weight-only
+            if pol in (None, "weight-only") and scheme != "int8":
+                for case in ref.get("extra_cases", []):
+                    w2 = np.load(os.path.join(d, case["logits"]))
+                    g2, r4 = logits_of(d, case["prompt"], extra)
+                    lab2 = f"{label}[{len(case['prompt'])} tokens]"
+                    check(g2 is not None and g2.shape == w2.shape,
+                          f"{lab2}: dotlm logits failed or wrong shape: {r4.stderr[-300:]}")
+                    if g2 is not None and g2.shape == w2.shape:
+                        e2 = float(np.abs(g2 - w2).max())
+                        print(f"{lab2}: max |d| = {e2:.2e} (tol {tol:g})")
+                        check(e2 <= tol, f"{lab2}: max |logit - ref| = {e2:.3e} > {tol}")
+                    ids2, _ = greedy_of(d, case["prompt"], extra)
+                    check(ids2 == case["greedy"], f"{lab2}: greedy ids {ids2} != transformers {case['greedy']}")
     print(f"test_fixtures: {passed} passed, {failed} failed, {skipped} skipped")
     return 1 if failed or passed == 0 else 0
 
