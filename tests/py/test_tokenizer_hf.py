@@ -114,21 +114,26 @@ def main():
         r = run_dotlm(["tokenize", d], '"lone \\ud800 surrogate"\n')
         check(r.returncode != 0 and b"line 1" in r.stderr, f"{name}: lone surrogate -> {r.returncode} {r.stderr!r}")
 
-        # performance: ~1 MB of mixed text in one line and in many lines
+        # performance: ~1 MB of mixed text in one line and in many lines (the
+        # time of a one-line run, mostly loading tokenizer.json, is subtracted)
+        t0 = time.time()
+        run_dotlm(["tokenize", d], '"x"\n')
+        base = time.time() - t0
         big = "".join(rng.choice(corpus[60:1000]) + " " for _ in range(12000))[: 1 << 20]
         t0 = time.time()
         r = run_dotlm(["tokenize", d], json.dumps(big) + "\n")
-        dt1 = time.time() - t0
+        dt1 = max(0.0, time.time() - t0 - base)
         ours = [int(x) for x in r.stdout.decode().split()]
         check(r.returncode == 0 and ours == hf.encode(big, add_special_tokens=False).ids,
               f"{name}: 1 MB single-line text differs from HF")
         chunks = [big[i:i + 200] for i in range(0, len(big), 200)]
         t0 = time.time()
         r = run_dotlm(["tokenize", d], "".join(json.dumps(c) + "\n" for c in chunks))
-        dt2 = time.time() - t0
+        dt2 = max(0.0, time.time() - t0 - base)
         check(r.returncode == 0, f"{name}: chunked 1 MB failed")
-        check(dt1 < 5 and dt2 < 5, f"{name}: 1 MB took {dt1:.2f}s / {dt2:.2f}s (limit 5s)")
-        print(f"{name}: 1 MB of text: {dt1:.2f}s as one line, {dt2:.2f}s as {len(chunks)} lines")
+        check(dt1 < 3 and dt2 < 3, f"{name}: 1 MB took {dt1:.2f}s / {dt2:.2f}s (limit 3s)")
+        print(f"{name}: 1 MB of text: {dt1:.2f}s as one line, {dt2:.2f}s as {len(chunks)} lines"
+              f" (+{base:.2f}s loading)")
 
     r = run_dotlm(["tokenize", "--help"], "")
     check(r.returncode == 0 and b"usage" in r.stdout, "tokenize --help")
