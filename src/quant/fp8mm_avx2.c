@@ -215,16 +215,17 @@ AVX2_FN int fp8mm_rows_avx2(const qmm_f32job *j, int64_t n0, int64_t n1) {
      * segment serves many rows. Same per-element arithmetic either way. */
     const int64_t pan = M <= 8 ? NR : NB;
     const float us = seg_unscale(w->dtype);
-    float *wbuf = aligned_alloc(32, (size_t)(NB * ws) * sizeof(float));
-    float *acc = malloc((size_t)M * NB * sizeof(float));
-    if (!wbuf || !acc) {
+    /* the M = 1 kernel needs no widened buffer */
+    float *wbuf = M > 1 ? aligned_alloc(32, (size_t)(pan * ws) * sizeof(float)) : NULL;
+    float *acc = malloc((size_t)M * (size_t)pan * sizeof(float));
+    if ((M > 1 && !wbuf) || !acc) {
         free(wbuf), free(acc);
         return -1;
     }
     for (int64_t nb0 = n0; nb0 < n1; nb0 += pan) {
         int64_t nb = n1 - nb0 < pan ? n1 - nb0 : pan, nbp = (nb + NR - 1) / NR * NR;
         memset(acc, 0, (size_t)M * (size_t)pan * sizeof(float));
-        memset(wbuf + nb * ws, 0, (size_t)((nbp - nb) * ws) * sizeof(float));
+        if (wbuf) memset(wbuf + nb * ws, 0, (size_t)((nbp - nb) * ws) * sizeof(float));
         int64_t sidx[NB]; /* block layout: seg == bk, scale index = sidx[r] + g */
         for (int64_t r = 0; block && r < nb; r++) sidx[r] = (nb0 + r) / w->bn * nseg;
         for (int64_t g = 0; g < nseg; g++) {
