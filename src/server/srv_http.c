@@ -247,6 +247,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         cs = calloc(1, sizeof *cs);
         if (!cs) return MHD_NO;
         *con_cls = cs;
+        atomic_fetch_add(&s->active, 1);
         return MHD_YES;
     }
     if (*upload_size) {
@@ -296,11 +297,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
                       enum MHD_RequestTerminationCode toe) {
-    (void)cls;
     (void)c;
     (void)toe;
+    srv_server *s = cls;
     conn_state *cs = *con_cls;
     if (!cs) return;
+    atomic_fetch_sub(&s->active, 1);
     sb_free(&cs->body);
     free(cs);
     *con_cls = NULL;
@@ -358,6 +360,11 @@ void srv_close(srv_server *s) { atomic_store(&s->closing, 1); }
 
 void srv_shutdown(srv_server *s) {
     if (!s) return;
+    /* let responses already produced reach their clients (bounded wait) */
+    for (int i = 0; i < 500 && atomic_load(&s->active) > 0; i++) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
     if (s->d) MHD_stop_daemon(s->d);
     free(s);
 }

@@ -14,6 +14,7 @@ struct srv_server {
     srv_opts o;
     struct MHD_Daemon *d;
     atomic_int closing;
+    atomic_int active;        /* requests whose response is not fully sent */
     int reasoning;            /* tokenizer has <think> / </think> */
     int32_t eos[SRV_MAX_STOP_IDS];
     int n_eos;                /* config + generation_config eos ids */
