@@ -112,7 +112,7 @@ int qmm_bench(FILE *out, int nthreads) {
     }
     for (int64_t i = 0; i < N; i++) scales[i] = 1e-3f * (float)(1 + i % 5);
     for (int64_t i = 0; i < MG * K; i++) x[i] = (float)((i * 7919) % 2001 - 1000) * 1e-3f;
-    double bw1 = qmm_mem_read_bw(NULL), bwn = qmm_mem_read_bw(tp);
+    double bw1 = qmm_mem_read_bw(NULL), bwn = tp_nthreads(tp) > 1 ? qmm_mem_read_bw(tp) : bw1;
     fprintf(out, "memory read bandwidth (512 MiB stream): %.1f GB/s (1 thread), %.1f GB/s (%d threads)\n",
             bw1, bwn, tp_nthreads(tp));
     fprintf(out, "GEMV M=1, N=K=4096, %d threads; GB/s of weight bytes (codes + scales)\n",
