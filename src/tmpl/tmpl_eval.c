@@ -64,7 +64,7 @@ static int add_special(rs *st, json_t *obj, int kind, const tnode *node) {
     ptr_key(k, obj);
     if (!st->spmap) st->spmap = json_object();
     if (!st->spmap || json_object_set_new(st->spmap, k, json_integer(st->nsp))) return rs_err(st, 0, "out of memory");
-    st->sp[st->nsp++] = (tspecial){json_incref(obj), kind, node};
+    st->sp[st->nsp++] = (tspecial){json_incref(obj), kind, node, NULL};
     return 0;
 }
 json_t *rs_tuple(rs *st, json_t *v) {
@@ -421,6 +421,24 @@ static json_t *call_global(rs *st, const tnode *n, const char *name, json_t **ar
     return NULL;
 }
 
+static const char *const GLOBAL_FNS[] = {"raise_exception", "strftime_now", "namespace", "range", "dict", NULL};
+/* The value of a global function name (so `strftime_now is defined` holds);
+ * NULL if name is not one. */
+static json_t *global_fn(rs *st, const char *name) {
+    for (int i = 0; GLOBAL_FNS[i]; i++) {
+        if (strcmp(name, GLOBAL_FNS[i])) continue;
+        if (!st->gfn[i]) {
+            json_t *o = json_object();
+            if (!o || add_special(st, o, SP_FUNC, NULL)) { json_decref(o); return NULL; }
+            st->sp[st->nsp - 1].fname = GLOBAL_FNS[i];
+            st->gfn[i] = o; /* the registry holds the reference */
+            json_decref(o);
+        }
+        return json_incref(st->gfn[i]);
+    }
+    return NULL;
+}
+
 static json_t *ev_call(rs *st, const tnode *n) {
     const tnode *cal = n->k[0];
     json_t **args = NULL, *r = NULL;
@@ -440,6 +458,8 @@ static json_t *ev_call(rs *st, const tnode *n) {
         if (found && rs_special(st, f) == SP_MACRO) {
             const tnode *m = st->sp[sp_index(st, f)].node;
             r = call_macro(st, n, m, args, argn, na);
+        } else if (found && rs_special(st, f) == SP_FUNC) {
+            r = call_global(st, n, st->sp[sp_index(st, f)].fname, args, argn, na);
         } else if (found && f) rs_err(st, n->line, "'%s' object is not callable", type_name(f));
         else r = call_global(st, n, cal->name, args, argn, na);
         json_decref(f);
@@ -472,6 +492,7 @@ static json_t *ev(rs *st, const tnode *n) {
     case E_NAME: {
         int found;
         r = lookup(st, n->name, &found);
+        if (!found) r = global_fn(st, n->name);
         return r;
     }
     case E_LIST: case E_TUPLE:
@@ -708,6 +729,7 @@ static int render(rs *st, const tnode *n) {
         if (st->err) return -1;
         if (rs_special(st, v) == SP_NS) tb_puts(&st->out, "<Namespace>");
         else if (rs_special(st, v) == SP_MACRO) tb_puts(&st->out, "<Macro>");
+        else if (rs_special(st, v) == SP_FUNC) tb_puts(&st->out, "<function>");
         else RS_STR(&st->out, v, st);
         json_decref(v);
         return check_out(st, n->line);

@@ -47,7 +47,7 @@ static json_t *to_str(rs *st, json_t *v) {
 json_t *tf_iter(rs *st, int line, json_t *v) {
     if (!v) return json_array();
     if (json_is_array(v)) return json_incref(v);
-    if (json_is_object(v) && rs_special(st, v) != SP_NS && rs_special(st, v) != SP_MACRO) {
+    if (json_is_object(v) && !rs_special(st, v)) {
         json_t *r = json_array();
         const char *k;
         json_t *x;
@@ -613,7 +613,7 @@ int tf_test(rs *st, int line, const char *t, json_t *v, json_t **args, int na) {
     if (!strcmp(t, "boolean")) return v && json_is_boolean(v);
     if (!strcmp(t, "true")) return v && json_is_true(v);
     if (!strcmp(t, "false")) return v && json_is_false(v);
-    if (!strcmp(t, "callable")) return rs_special(st, v) == SP_MACRO;
+    if (!strcmp(t, "callable")) return rs_special(st, v) == SP_MACRO || rs_special(st, v) == SP_FUNC;
     if (!strcmp(t, "escaped")) return 0;
     if (!strcmp(t, "lower") || !strcmp(t, "upper")) {
         if (!v || !json_is_string(v)) return 0;

@@ -83,11 +83,12 @@ int tu_isspace(int cp);                                  /* Python str.isspace *
 json_t *tv_strn(const char *s, size_t n);
 
 /* ---- render state (tmpl_eval.c); filters/tests/methods in tmpl_filters.c ---- */
-enum { SP_NS = 1, SP_MACRO = 2, SP_TUPLE = 3 };
+enum { SP_NS = 1, SP_MACRO = 2, SP_TUPLE = 3, SP_FUNC = 4 };
 typedef struct {
     json_t *obj;        /* identity of the special object */
     int kind;           /* SP_NS or SP_MACRO */
     const tnode *node;  /* S_MACRO node */
+    const char *fname;  /* SP_FUNC: global function name (static string) */
 } tspecial;
 typedef struct {
     tbuf out;
@@ -96,6 +97,7 @@ typedef struct {
     tspecial *sp;      /* registry of namespaces, macros, tuples (holds refs) */
     int nsp, capsp;
     json_t *spmap;     /* "%p" of a registered object -> index into sp */
+    json_t *gfn[8];    /* value objects of the global functions, made on first use */
     json_t *undef;     /* marker stored in scopes for an assigned Undefined */
     long steps;        /* loop iterations so far */
     int depth;         /* macro call depth */

@@ -243,6 +243,88 @@ count={{ ns.n }} roles={{ ns.roles | unique | sort | join('|') }} {{ ns.roles[::
    {% if true %}lstripped{% endif %}
 {{ add_generation_prompt }} {{ tools is none }} {{ tools is iterable }} {{ messages is sequence }} {{ 1 is number }} {{ 1.0 is float }} {{ true is boolean }} {{ messages[0] is mapping }}
 """,
+    # written here in the style of Llama 3.1's template: date handling,
+    # system/user-embedded tools, one-tool-call rule, ipython results
+    "llama31_like": """{{- bos_token }}
+{%- if custom_tools is defined %}
+    {%- set tools = custom_tools %}
+{%- endif %}
+{%- if not tools_in_user_message is defined %}
+    {%- set tools_in_user_message = true %}
+{%- endif %}
+{%- if not date_string is defined %}
+    {%- if strftime_now is defined %}
+        {%- set date_string = "fixed" if strftime_now("%Y") | length == 4 else "?" %}
+    {%- else %}
+        {%- set date_string = "26 Jul 2024" %}
+    {%- endif %}
+{%- endif %}
+{%- if not tools is defined %}
+    {%- set tools = none %}
+{%- endif %}
+{%- if messages[0]['role'] == 'system' %}
+    {%- set system_message = messages[0]['content']|trim %}
+    {%- set messages = messages[1:] %}
+{%- else %}
+    {%- set system_message = "" %}
+{%- endif %}
+{{- "<|start_header_id|>system<|end_header_id|>\n\n" }}
+{%- if tools is not none %}
+    {{- "Environment: ipython\n" }}
+{%- endif %}
+{{- "Today Date: " + date_string + "\n\n" }}
+{%- if tools is not none and not tools_in_user_message %}
+    {{- "Use the functions below.\n\n" }}
+    {%- for t in tools %}
+        {{- t | tojson(indent=4) }}
+        {{- "\n\n" }}
+    {%- endfor %}
+{%- endif %}
+{{- system_message }}
+{{- "<|eot_id|>" }}
+{%- if tools_in_user_message and not tools is none %}
+    {%- if messages | length != 0 %}
+        {%- set first_user_message = messages[0]['content']|trim %}
+        {%- set messages = messages[1:] %}
+    {%- else %}
+        {{- raise_exception("Cannot put tools in the first user message when there's no first user message!") }}
+    {%- endif %}
+    {{- '<|start_header_id|>user<|end_header_id|>\n\n' -}}
+    {{- "Given the following functions, respond with a JSON function call.\n\n" }}
+    {%- for t in tools %}
+        {{- t | tojson(indent=4) }}
+        {{- "\n\n" }}
+    {%- endfor %}
+    {{- first_user_message + "<|eot_id|>"}}
+{%- endif %}
+{%- for message in messages %}
+    {%- if not (message.role == 'ipython' or message.role == 'tool' or 'tool_calls' in message) %}
+        {{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim + '<|eot_id|>' }}
+    {%- elif 'tool_calls' in message %}
+        {%- if not message.tool_calls|length == 1 %}
+            {{- raise_exception("This model only supports single tool-calls at once!") }}
+        {%- endif %}
+        {%- set tool_call = message.tool_calls[0].function %}
+        {{- '<|start_header_id|>assistant<|end_header_id|>\n\n' -}}
+        {{- '{"name": "' + tool_call.name + '", ' }}
+        {{- '"parameters": ' }}
+        {{- tool_call.arguments | tojson }}
+        {{- "}" }}
+        {{- "<|eot_id|>" }}
+    {%- elif message.role == "tool" or message.role == "ipython" %}
+        {{- "<|start_header_id|>ipython<|end_header_id|>\n\n" }}
+        {%- if message.content is mapping or message.content is iterable %}
+            {{- message.content | tojson }}
+        {%- else %}
+            {{- message.content }}
+        {%- endif %}
+        {{- "<|eot_id|>" }}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|start_header_id|>assistant<|end_header_id|>\n\n' }}
+{%- endif %}
+""",
     "raiser": """{%- for m in messages %}
 {%- if m.role == 'tool' and not tools %}{{ raise_exception('tool message without tools') }}{% endif %}
 {%- if m.role not in ['system', 'user', 'assistant', 'tool'] %}{{ raise_exception('bad role ' ~ m.role) }}{% endif %}
@@ -336,6 +418,7 @@ SNIPPETS = [
     "{%- set greeting -%}\n  Hello\n{%- endset -%}\n[{{ greeting }}]",
     "{% generation %}gen{{ 1 }}{% endgeneration %}",
     "{{ strftime_now('%Y') | length }}",
+    "{{ raise_exception is defined }} {{ strftime_now is callable }} {{ namespace is defined }} {{ nofn is defined }} {% set f = namespace %}{% set n = f(a=1) %}{{ n.a }} {{ range(3) | list }}",
     "{% macro f() %}x{% endmacro %}{{ f is defined }} {{ f() ~ f() }}",
     "{{ 'é' < 'z' }} {{ 'Z' < 'a' }} {{ [1, 'a'] == [1, 'a'] }} {{ 1 in [1.0] }} {{ true in [1] }}",
     "{{ 9007199254740993 }} {{ 123456789012 * 1000 }} {{ 0.1 * 3 }} {{ 1 / 3 }} {{ 2 / 3 * 3 }} {{ 100000000000000000.0 }} {{ 1234567890123456.7 }} {{ 0.0001 }} {{ 0.00001 }}",
