@@ -66,7 +66,7 @@ def main():
         "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": H,
         "intermediate_size": inter, "num_hidden_layers": L, "num_attention_heads": heads,
         "num_key_value_heads": kv, "head_dim": hd, "vocab_size": vocab, "max_position_embeddings": 4096,
-        "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "tie_word_embeddings": True,
+        "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "tie_word_embeddings": False,
         "torch_dtype": "bfloat16", "bos_token_id": 151643, "eos_token_id": 151645,
         "hidden_act": "silu", "attention_bias": False,
     }
@@ -90,6 +90,8 @@ def main():
         mat(p + "mlp.up_proj.weight", inter, H)
         mat(p + "mlp.down_proj.weight", H, inter)
     vec("model.norm.weight", H)
+    # untied: with tied random embeddings the model just copies its last input token
+    mat("lm_head.weight", vocab, H, 124)
     header, off = {"__metadata__": {"format": "pt"}}, 0
     for name, shape, data in tensors:
         header[name] = {"dtype": "BF16", "shape": shape, "data_offsets": [off, off + len(data)]}
