@@ -385,7 +385,7 @@ static void gpu_matmul(dl_backend *be, float *y, const float *x, const dl_weight
     /* the fast kernels read x rows as 16-byte vectors */
     const int xal = ((uintptr_t)x & 15) == 0;
     if (xal && M <= GEMV_MAX_M && gk_gemv_ok(gk)) {
-        if (fp8 && g->dot2 && kreg_use(&K_DOT2)) {
+        if (w->dtype == DT_F8E4M3 && g->dot2 && kreg_use(&K_DOT2)) { /* e5m2 products overflow fp16 */
             gk_gemv_fp8_dot2(g->stream, y, x, gk, M);
             return;
         }

@@ -253,7 +253,7 @@ static void sweep(int quick) {
         hw_free(&h);
     }
     /* the fp16 dot2 variant, accuracy reported separately */
-    for (int e5 = 0; e5 < 2; e5++) {
+    for (int e5 = 0; e5 < 1; e5++) { /* e4m3 only: e5m2 products overflow fp16 */
         hweight h;
         hw_make(&h, e5 ? DT_F8E5M2 : DT_F8E4M3, 256, 1024, 1024, WS_BLOCK, 128, 128, ACT_NATIVE, 0);
         if (be->upload(be, &h.w) == 0) {

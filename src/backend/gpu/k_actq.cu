@@ -8,6 +8,7 @@
 #include "gpu_common.cuh"
 
 #define AQ_T 256
+#define AQ_T8 1024 /* int8: one row per block, wide so M = 1 is not latency-bound */
 
 /* Block-wide max of v (>= 0); order-independent, so deterministic. */
 static __device__ float block_max(float v, float *red) {
@@ -21,14 +22,21 @@ static __device__ float block_max(float v, float *red) {
     return r;
 }
 
-__global__ void __launch_bounds__(AQ_T)
+__global__ void __launch_bounds__(AQ_T8)
     dl_k_actq_int8(int8_t *__restrict__ xq, float *__restrict__ xs, const float *__restrict__ x, int k,
                    int kp) {
-    __shared__ float red[AQ_T / 16 + 1];
+    __shared__ float red[AQ_T8 / 16 + 1];
     const int64_t m = blockIdx.x;
     const float *xr = x + m * k;
     float a = 0.0f;
-    for (int i = threadIdx.x; i < k; i += blockDim.x) a = fmaxf(a, fabsf(xr[i]));
+    if ((k & 3) == 0 && ((uintptr_t)xr & 15) == 0) {
+        for (int i = threadIdx.x; i < k / 4; i += blockDim.x) {
+            const float4 v = ((const float4 *)xr)[i];
+            a = fmaxf(fmaxf(a, fmaxf(fabsf(v.x), fabsf(v.y))), fmaxf(fabsf(v.z), fabsf(v.w)));
+        }
+    } else {
+        for (int i = threadIdx.x; i < k; i += blockDim.x) a = fmaxf(a, fabsf(xr[i]));
+    }
     const float amax = block_max(a, red);
     const float s = amax > 0.0f ? amax / 127.0f : 1.0f;
     int8_t *q = xq + m * kp;
@@ -78,7 +86,7 @@ __global__ void __launch_bounds__(AQ_T)
 }
 
 extern "C" void gk_actq_int8(void *s, int8_t *xq, float *xs, const float *x, int M, int k, int kp) {
-    dl_k_actq_int8<<<M, AQ_T, 0, (cudaStream_t)s>>>(xq, xs, x, k, kp);
+    dl_k_actq_int8<<<M, AQ_T8, 0, (cudaStream_t)s>>>(xq, xs, x, k, kp);
 }
 
 extern "C" void gk_actq_fp8(void *s, float *xo, const float *x, int M, int k, int group,

@@ -18,60 +18,120 @@
 #define GEMV_WPB 4
 #define GEMV_U 2
 
-template <int DT, int MR>
+/* GEMV widening: bf16/f16/f32/int8 as the GEMM; fp8 by bit arithmetic into
+ * fp16 (e5m2 is the top byte of an fp16; e4m3fn, subnormals included, is
+ * an fp16 with the same bits shifted, times 2^8), then fp16 -> fp32. Exact
+ * for every finite code (the e4m3fn NaN codes 0x7f/0xff read as +-480, never
+ * present in checkpoints); no shared-memory table, so the loop is not bound
+ * by table lookups. Returns the factor the partial sums must be multiplied by. */
+template <int DT> struct dl_gv {
+    static __device__ __forceinline__ void cvt16(uint4 r, float *f) { dl_wt<DT>::cvt16(r, f, nullptr); }
+    static constexpr float post = 1.0f;
+};
+static __device__ __forceinline__ void dl_e4m3x4_d256(uint32_t v, float *f) {
+    uint32_t lo = (v & 0xffu) | ((v & 0xff00u) << 8), hi = ((v >> 16) & 0xffu) | ((v >> 8) & 0xff0000u);
+    lo = ((lo & 0x00800080u) << 8) | ((lo & 0x007f007fu) << 7);
+    hi = ((hi & 0x00800080u) << 8) | ((hi & 0x007f007fu) << 7);
+    dl_f16x2(lo, f);
+    dl_f16x2(hi, f + 2);
+}
+static __device__ __forceinline__ void dl_e5m2x4(uint32_t v, float *f) {
+    dl_f16x2(((v & 0xffu) << 8) | ((v & 0xff00u) << 16), f);
+    dl_f16x2(((v >> 8) & 0xff00u) | (v & 0xff000000u), f + 2);
+}
+template <> struct dl_gv<DT_F8E4M3> {
+    static __device__ __forceinline__ void cvt16(uint4 r, float *f) {
+        dl_e4m3x4_d256(r.x, f); dl_e4m3x4_d256(r.y, f + 4); dl_e4m3x4_d256(r.z, f + 8); dl_e4m3x4_d256(r.w, f + 12);
+    }
+    static constexpr float post = 256.0f;
+};
+template <> struct dl_gv<DT_F8E5M2> {
+    static __device__ __forceinline__ void cvt16(uint4 r, float *f) {
+        dl_e5m2x4(r.x, f); dl_e5m2x4(r.y, f + 4); dl_e5m2x4(r.z, f + 8); dl_e5m2x4(r.w, f + 12);
+    }
+    static constexpr float post = 1.0f;
+};
+
+/* Rows per warp: M = 1 streams one row per warp (most bytes in flight);
+ * larger M shares each activation load between R rows. */
+template <int DT, int MR> struct dl_gemv_rows {
+    static const int R = MR == 1 ? 1 : (dl_wt<DT>::VEC >= 16 ? 2 : (MR <= 4 ? 2 : 4));
+};
+
+template <int DT, int MR, int R>
 __global__ void __launch_bounds__(GEMV_WPB *DL_WARP)
     dl_k_gemv_f(float *__restrict__ y, const float *__restrict__ x, gk_weight w) {
     typedef dl_wt<DT> T;
-    __shared__ float tab[256];
-    if (DT == DT_F8E4M3 || DT == DT_F8E5M2) dl_fp8_table(tab, DT == DT_F8E5M2);
+    typedef dl_gv<DT> G;
     const int lane = threadIdx.x % DL_WARP, wid = threadIdx.x / DL_WARP;
-    const int64_t n = (int64_t)blockIdx.x * GEMV_WPB + wid;
-    if (n >= w.n) return;
-    const char *__restrict__ wrow = (const char *)w.data + n * w.ld * T::ES;
+    const int64_t n0 = ((int64_t)blockIdx.x * GEMV_WPB + wid) * R;
+    if (n0 >= w.n) return;
     const int64_t K = w.k;
     const bool blk = w.scale_kind == WS_BLOCK;
-    const float *srow = blk ? w.scale + (n / w.bn) * w.kb : nullptr;
-    float acc[MR];
+    const char *wrow[R];
+    const float *srow[R];
 #pragma unroll
-    for (int m = 0; m < MR; m++) acc[m] = 0.0f;
+    for (int r = 0; r < R; r++) {
+        const int64_t n = n0 + r < w.n ? n0 + r : w.n - 1; /* tail rows recompute the last row */
+        wrow[r] = (const char *)w.data + n * w.ld * T::ES;
+        srow[r] = blk ? w.scale + (n / w.bn) * w.kb : nullptr;
+    }
+    float acc[R][MR];
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int m = 0; m < MR; m++) acc[r][m] = 0.0f;
     const int64_t step = (int64_t)DL_WARP * T::VEC;
     for (int64_t k0 = (int64_t)lane * T::VEC; k0 < K; k0 += step * GEMV_U) {
-        uint4 raw[GEMV_U];
+        uint4 raw[GEMV_U][R];
 #pragma unroll
         for (int u = 0; u < GEMV_U; u++) {
-            int64_t kk = k0 + u * step;
-            raw[u] = kk < K ? *(const uint4 *)(wrow + kk * T::ES) : make_uint4(0, 0, 0, 0);
+            const int64_t kk = k0 + u * step;
+#pragma unroll
+            for (int r = 0; r < R; r++)
+                raw[u][r] = kk < K ? *(const uint4 *)(wrow[r] + kk * T::ES) : make_uint4(0, 0, 0, 0);
         }
 #pragma unroll
         for (int u = 0; u < GEMV_U; u++) {
-            int64_t kk = k0 + u * step;
+            const int64_t kk = k0 + u * step;
             if (kk < K) {
-                float f[T::VEC];
-                T::cvt16(raw[u], f, tab);
-                float s = blk ? srow[kk / w.bk] : 1.0f;
+                float f[R][T::VEC];
+                float s[R];
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    G::cvt16(raw[u][r], f[r]);
+                    s[r] = (blk ? srow[r][kk / w.bk] : 1.0f) * G::post;
+                }
 #pragma unroll
                 for (int m = 0; m < MR; m++) {
                     const float4 *xp = (const float4 *)(x + (int64_t)m * K + kk);
-                    float p = 0.0f;
+                    float xv[T::VEC];
 #pragma unroll
                     for (int j = 0; j < T::VEC / 4; j++) {
-                        float4 xv = xp[j];
-                        p = fmaf(f[4 * j + 0], xv.x, p);
-                        p = fmaf(f[4 * j + 1], xv.y, p);
-                        p = fmaf(f[4 * j + 2], xv.z, p);
-                        p = fmaf(f[4 * j + 3], xv.w, p);
+                        float4 t = xp[j];
+                        xv[4 * j] = t.x; xv[4 * j + 1] = t.y; xv[4 * j + 2] = t.z; xv[4 * j + 3] = t.w;
                     }
-                    acc[m] = blk ? fmaf(p, s, acc[m]) : acc[m] + p;
+#pragma unroll
+                    for (int r = 0; r < R; r++) {
+                        float p = 0.0f;
+#pragma unroll
+                        for (int j = 0; j < T::VEC; j++) p = fmaf(f[r][j], xv[j], p);
+                        acc[r][m] = fmaf(p, s[r], acc[r][m]);
+                    }
                 }
             }
         }
     }
-    const float rs = dl_rowscale(w, n);
-    const float b = w.bias ? w.bias[n] : 0.0f;
 #pragma unroll
-    for (int m = 0; m < MR; m++) {
-        float v = dl_warp_sum(acc[m]);
-        if (lane == 0) y[(int64_t)m * w.n + n] = v * rs + b;
+    for (int r = 0; r < R; r++) {
+        const int64_t n = n0 + r;
+        const float rs = n < w.n ? dl_rowscale(w, n) : 0.0f;
+        const float b = (n < w.n && w.bias) ? w.bias[n] : 0.0f;
+#pragma unroll
+        for (int m = 0; m < MR; m++) {
+            float v = dl_warp_sum(acc[r][m]);
+            if (lane == 0 && n < w.n) y[(int64_t)m * w.n + n] = __fadd_rn(__fmul_rn(v, rs), b);
+        }
     }
 }
 
@@ -123,7 +183,7 @@ __global__ void __launch_bounds__(GEMV_WPB *DL_WARP)
 #pragma unroll
     for (int m = 0; m < MR; m++) {
         float v = dl_warp_sum(acc[m]);
-        if (lane == 0) y[(int64_t)m * w.n + n] = v * rs + b;
+        if (lane == 0) y[(int64_t)m * w.n + n] = __fadd_rn(__fmul_rn(v, rs), b);
     }
 }
 
@@ -212,7 +272,7 @@ __global__ void __launch_bounds__(256)
 #pragma unroll
         for (int i = 0; i < 8; i++) {
             int64_t m = m0 + (i < 4 ? ty * 4 + i : 64 + ty * 4 + i - 4);
-            if (m < M) y[m * w.n + n] = acc[i][j] * rs + b;
+            if (m < M) y[m * w.n + n] = __fadd_rn(__fmul_rn(acc[i][j], rs), b);
         }
     }
 }
@@ -256,18 +316,24 @@ extern "C" int gk_gemm_ok(const gk_weight *w) {
     return 1;
 }
 
+template <int DT, int MR>
+static void gemv_launch(cudaStream_t st, float *y, const float *x, const gk_weight *w) {
+    const int R = dl_gemv_rows<DT, MR>::R;
+    dim3 grid((unsigned)DL_CDIV(w->n, GEMV_WPB * R)), block(GEMV_WPB * DL_WARP);
+    dl_k_gemv_f<DT, MR, R><<<grid, block, 0, st>>>(y, x, *w);
+}
+
 template <int DT>
 static void gemv_dt(cudaStream_t st, float *y, const float *x, const gk_weight *w, int M) {
-    dim3 grid((unsigned)DL_CDIV(w->n, GEMV_WPB)), block(GEMV_WPB * DL_WARP);
     switch (M) {
-    case 1: dl_k_gemv_f<DT, 1><<<grid, block, 0, st>>>(y, x, *w); break;
-    case 2: dl_k_gemv_f<DT, 2><<<grid, block, 0, st>>>(y, x, *w); break;
-    case 3: dl_k_gemv_f<DT, 3><<<grid, block, 0, st>>>(y, x, *w); break;
-    case 4: dl_k_gemv_f<DT, 4><<<grid, block, 0, st>>>(y, x, *w); break;
-    case 5: dl_k_gemv_f<DT, 5><<<grid, block, 0, st>>>(y, x, *w); break;
-    case 6: dl_k_gemv_f<DT, 6><<<grid, block, 0, st>>>(y, x, *w); break;
-    case 7: dl_k_gemv_f<DT, 7><<<grid, block, 0, st>>>(y, x, *w); break;
-    default: dl_k_gemv_f<DT, 8><<<grid, block, 0, st>>>(y, x, *w); break;
+    case 1: gemv_launch<DT, 1>(st, y, x, w); break;
+    case 2: gemv_launch<DT, 2>(st, y, x, w); break;
+    case 3: gemv_launch<DT, 3>(st, y, x, w); break;
+    case 4: gemv_launch<DT, 4>(st, y, x, w); break;
+    case 5: gemv_launch<DT, 5>(st, y, x, w); break;
+    case 6: gemv_launch<DT, 6>(st, y, x, w); break;
+    case 7: gemv_launch<DT, 7>(st, y, x, w); break;
+    default: gemv_launch<DT, 8>(st, y, x, w); break;
     }
 }
 

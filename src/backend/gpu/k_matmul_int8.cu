@@ -14,52 +14,65 @@
 #define I8_U 2
 
 static __device__ __forceinline__ float i8_epilogue(int acc, float xs, const gk_weight &w, int64_t n) {
-    float v = ((float)acc * xs) * dl_rowscale(w, n);
-    return w.bias ? v + w.bias[n] : v;
+    /* explicit roundings: no FMA contraction, so every path gives the same bits */
+    float v = __fmul_rn(__fmul_rn((float)acc, xs), dl_rowscale(w, n));
+    return w.bias ? __fadd_rn(v, w.bias[n]) : v;
 }
 
-template <int MR>
+template <int MR, int R>
 __global__ void __launch_bounds__(I8_WPB *DL_WARP)
     dl_k_i8_gemv(float *__restrict__ y, const int8_t *__restrict__ xq, const float *__restrict__ xs,
                  gk_weight w, int kp) {
     const int lane = threadIdx.x % DL_WARP, wid = threadIdx.x / DL_WARP;
-    const int64_t n = (int64_t)blockIdx.x * I8_WPB + wid;
-    if (n >= w.n) return;
-    const int8_t *__restrict__ wrow = (const int8_t *)w.data + n * w.ld;
+    const int64_t n0 = ((int64_t)blockIdx.x * I8_WPB + wid) * R;
+    if (n0 >= w.n) return;
     const int64_t K = w.k;
-    int acc[MR];
+    const int8_t *wrow[R];
 #pragma unroll
-    for (int m = 0; m < MR; m++) acc[m] = 0;
+    for (int r = 0; r < R; r++) wrow[r] = (const int8_t *)w.data + (n0 + r < w.n ? n0 + r : w.n - 1) * w.ld;
+    int acc[R][MR];
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int m = 0; m < MR; m++) acc[r][m] = 0;
     const int64_t step = (int64_t)DL_WARP * 16;
     for (int64_t k0 = (int64_t)lane * 16; k0 < K; k0 += step * I8_U) {
-        int4 r[I8_U];
+        int4 wv[I8_U][R];
 #pragma unroll
         for (int u = 0; u < I8_U; u++) {
-            int64_t kk = k0 + u * step;
-            r[u] = kk < K ? *(const int4 *)(wrow + kk) : make_int4(0, 0, 0, 0);
+            const int64_t kk = k0 + u * step;
+#pragma unroll
+            for (int r = 0; r < R; r++) wv[u][r] = kk < K ? *(const int4 *)(wrow[r] + kk) : make_int4(0, 0, 0, 0);
         }
 #pragma unroll
         for (int u = 0; u < I8_U; u++) {
-            int64_t kk = k0 + u * step;
+            const int64_t kk = k0 + u * step;
             if (kk < K) {
 #pragma unroll
                 for (int m = 0; m < MR; m++) {
-                    int4 a = *(const int4 *)(xq + (int64_t)m * kp + kk);
-                    int c = acc[m];
-                    c = dl_dp4a(r[u].x, a.x, c);
-                    c = dl_dp4a(r[u].y, a.y, c);
-                    c = dl_dp4a(r[u].z, a.z, c);
-                    c = dl_dp4a(r[u].w, a.w, c);
-                    acc[m] = c;
+                    const int4 a = *(const int4 *)(xq + (int64_t)m * kp + kk);
+#pragma unroll
+                    for (int r = 0; r < R; r++) {
+                        int c = acc[r][m];
+                        c = dl_dp4a(wv[u][r].x, a.x, c);
+                        c = dl_dp4a(wv[u][r].y, a.y, c);
+                        c = dl_dp4a(wv[u][r].z, a.z, c);
+                        c = dl_dp4a(wv[u][r].w, a.w, c);
+                        acc[r][m] = c;
+                    }
                 }
             }
         }
     }
 #pragma unroll
-    for (int m = 0; m < MR; m++) {
-        int v = acc[m];
-        for (int o = DL_WARP / 2; o > 0; o >>= 1) v += dl_shfl_xor_i(v, o);
-        if (lane == 0) y[(int64_t)m * w.n + n] = i8_epilogue(v, xs[m], w, n);
+    for (int r = 0; r < R; r++) {
+        const int64_t n = n0 + r;
+#pragma unroll
+        for (int m = 0; m < MR; m++) {
+            int v = acc[r][m];
+            for (int o = DL_WARP / 2; o > 0; o >>= 1) v += dl_shfl_xor_i(v, o);
+            if (lane == 0 && n < w.n) y[(int64_t)m * w.n + n] = i8_epilogue(v, xs[m], w, n);
+        }
     }
 }
 
@@ -156,19 +169,25 @@ extern "C" int gk_int8_gemm_ok(const gk_weight *w) {
     return !((uintptr_t)w->data & 15) && w->ld % 16 == 0 && w->k % (IBW * 4) == 0;
 }
 
+template <int MR>
+static void i8_gemv_launch(cudaStream_t st, float *y, const int8_t *xq, const float *xs, const gk_weight *w, int kp) {
+    const int R = MR == 1 ? 1 : 2;
+    dim3 grid((unsigned)DL_CDIV(w->n, I8_WPB * R)), block(I8_WPB * DL_WARP);
+    dl_k_i8_gemv<MR, R><<<grid, block, 0, st>>>(y, xq, xs, *w, kp);
+}
+
 extern "C" void gk_int8_gemv(void *s, float *y, const int8_t *xq, const float *xs, const gk_weight *w,
                              int M, int kp) {
     cudaStream_t st = (cudaStream_t)s;
-    dim3 grid((unsigned)DL_CDIV(w->n, I8_WPB)), block(I8_WPB * DL_WARP);
     switch (M) {
-    case 1: dl_k_i8_gemv<1><<<grid, block, 0, st>>>(y, xq, xs, *w, kp); break;
-    case 2: dl_k_i8_gemv<2><<<grid, block, 0, st>>>(y, xq, xs, *w, kp); break;
-    case 3: dl_k_i8_gemv<3><<<grid, block, 0, st>>>(y, xq, xs, *w, kp); break;
-    case 4: dl_k_i8_gemv<4><<<grid, block, 0, st>>>(y, xq, xs, *w, kp); break;
-    case 5: dl_k_i8_gemv<5><<<grid, block, 0, st>>>(y, xq, xs, *w, kp); break;
-    case 6: dl_k_i8_gemv<6><<<grid, block, 0, st>>>(y, xq, xs, *w, kp); break;
-    case 7: dl_k_i8_gemv<7><<<grid, block, 0, st>>>(y, xq, xs, *w, kp); break;
-    default: dl_k_i8_gemv<8><<<grid, block, 0, st>>>(y, xq, xs, *w, kp); break;
+    case 1: i8_gemv_launch<1>(st, y, xq, xs, w, kp); break;
+    case 2: i8_gemv_launch<2>(st, y, xq, xs, w, kp); break;
+    case 3: i8_gemv_launch<3>(st, y, xq, xs, w, kp); break;
+    case 4: i8_gemv_launch<4>(st, y, xq, xs, w, kp); break;
+    case 5: i8_gemv_launch<5>(st, y, xq, xs, w, kp); break;
+    case 6: i8_gemv_launch<6>(st, y, xq, xs, w, kp); break;
+    case 7: i8_gemv_launch<7>(st, y, xq, xs, w, kp); break;
+    default: i8_gemv_launch<8>(st, y, xq, xs, w, kp); break;
     }
 }
 
