@@ -88,7 +88,10 @@ json_t *tf_slice(rs *st, int line, json_t *v, json_t *start, json_t *stop, json_
     json_t *seq = NULL;
     if (json_is_array(v)) seq = json_incref(v);
     else if (json_is_string(v)) seq = tf_iter(st, line, v);
-    else { rs_err(st, line, "'%s' object is not subscriptable", tname(v)); return NULL; }
+    else { /* jinja2 compiles slices to a plain Python subscript: TypeError */
+        rs_err(st, line, "'%s' object is not subscriptable", tname(v));
+        return NULL;
+    }
     n = (long long)json_array_size(seq);
     if (ra) a = k < 0 ? n - 1 : 0;
     else {
@@ -355,6 +358,10 @@ json_t *tf_filter(rs *st, int line, const char *f, json_t *v, json_t **args, cha
         !strcmp(f, "upper") || !strcmp(f, "lower") || !strcmp(f, "title") || !strcmp(f, "capitalize") ||
         !strcmp(f, "replace") || !strcmp(f, "indent") || !strcmp(f, "wordcount") || !strcmp(f, "center")) {
         if (!strcmp(f, "safe") && v) return json_incref(v);
+        if (!strcmp(f, "indent") && !(v && json_is_string(v))) { /* jinja2 appends "\n" to the value */
+            rs_err(st, line, "indent needs a string, not '%s'", tname(v));
+            return NULL;
+        }
         s = to_str(st, v);
         if (!s) { rs_err(st, line, "out of memory"); return NULL; }
         if (!strcmp(f, "safe") || !strcmp(f, "string")) return s;
@@ -431,6 +438,10 @@ json_t *tf_filter(rs *st, int line, const char *f, json_t *v, json_t **args, cha
             json_array_append_new(r, pair);
         }
         return r;
+    }
+    if ((!strcmp(f, "int") || !strcmp(f, "float")) && !v) { /* int(Undefined) raises in jinja2 */
+        rs_err(st, line, "value passed to '%s' is undefined", f);
+        return NULL;
     }
     if (!strcmp(f, "int")) return do_int(v, arg(args, argn, na, 0, "default", NULL));
     if (!strcmp(f, "float")) return do_float(v, arg(args, argn, na, 0, "default", NULL));
@@ -606,7 +617,7 @@ int tf_test(rs *st, int line, const char *t, json_t *v, json_t **args, int na) {
     if (!strcmp(t, "string")) return v && json_is_string(v);
     if (!strcmp(t, "mapping")) return v && json_is_object(v) && !rs_special(st, v);
     if (!strcmp(t, "iterable")) return !v || json_is_string(v) || json_is_array(v) || (json_is_object(v) && !rs_special(st, v));
-    if (!strcmp(t, "sequence")) return v && (json_is_string(v) || json_is_array(v) || (json_is_object(v) && !rs_special(st, v)));
+    if (!strcmp(t, "sequence")) return !v || (json_is_string(v) || json_is_array(v) || (json_is_object(v) && !rs_special(st, v)));
     if (!strcmp(t, "number")) return tv_is_num(v);
     if (!strcmp(t, "integer")) return v && json_is_integer(v);
     if (!strcmp(t, "float")) return v && json_is_real(v);
@@ -615,19 +626,29 @@ int tf_test(rs *st, int line, const char *t, json_t *v, json_t **args, int na) {
     if (!strcmp(t, "false")) return v && json_is_false(v);
     if (!strcmp(t, "callable")) return rs_special(st, v) == SP_MACRO || rs_special(st, v) == SP_FUNC;
     if (!strcmp(t, "escaped")) return 0;
-    if (!strcmp(t, "lower") || !strcmp(t, "upper")) {
-        if (!v || !json_is_string(v)) return 0;
-        json_t *x = ts_case(S(v), SN(v), t[0] == 'l' ? TS_LOWER : TS_UPPER);
-        int r = x && tv_eq(x, v);
+    if (!strcmp(t, "lower") || !strcmp(t, "upper")) { /* str(v).islower()/isupper() */
+        json_t *sv = to_str(st, v);
+        if (!sv) return rs_err(st, line, "out of memory");
+        json_t *x = ts_case(S(sv), SN(sv), t[0] == 'l' ? TS_LOWER : TS_UPPER);
+        json_t *y = ts_case(S(sv), SN(sv), t[0] == 'l' ? TS_UPPER : TS_LOWER);
+        int r = x && y && tv_eq(x, sv) && !tv_eq(y, sv); /* has a cased char, all in this case */
         json_decref(x);
+        json_decref(y);
+        json_decref(sv);
         return r;
     }
-    if (!strcmp(t, "odd") || !strcmp(t, "even") || !strcmp(t, "divisibleby")) {
+    if (!strcmp(t, "odd") || !strcmp(t, "even") || !strcmp(t, "divisibleby")) { /* value % n with Python semantics */
         long long x, d = 2;
-        if (as_int(v, &x)) return rs_err(st, line, "test '%s' needs an integer", t);
-        if (t[0] == 'd' && (as_int(a, &d) || d == 0)) return rs_err(st, line, "divisibleby needs a non-zero integer");
-        long long m = x % d;
-        return t[0] == 'o' ? m != 0 : m == 0;
+        if (t[0] == 'd' && (!tv_is_num(a) || tv_num(a) == 0)) return rs_err(st, line, "divisibleby needs a non-zero number");
+        if (!tv_is_num(v)) return rs_err(st, line, "test '%s' needs a number", t);
+        if (!as_int(v, &x) && (t[0] != 'd' || !as_int(a, &d))) {
+            long long m = x % d;
+            if (m && ((m < 0) != (d < 0))) m += d;
+            return t[0] == 'o' ? m == 1 : m == 0;
+        }
+        double fx = tv_num(v), fd = t[0] == 'd' ? tv_num(a) : 2.0, m = fmod(fx, fd);
+        if (m != 0 && ((m < 0) != (fd < 0))) m += fd;
+        return t[0] == 'o' ? m == 1.0 : m == 0.0;
     }
     if (!strcmp(t, "eq") || !strcmp(t, "equalto") || !strcmp(t, "==")) return tv_eq(v, a);
     if (!strcmp(t, "ne") || !strcmp(t, "!=")) return !tv_eq(v, a);
