@@ -449,6 +449,37 @@ def run_snippets(tmpdir):
     return passed, failed
 
 
+def run_cli_errors(tmpdir):
+    """bad invocations: nonzero exit and exactly one line on stderr"""
+    passed = failed = 0
+    bad_cfg = os.path.join(tmpdir, "badcfg")
+    os.makedirs(bad_cfg)
+    with open(os.path.join(bad_cfg, "tokenizer_config.json"), "w") as f:
+        f.write('{"chat_template": "{% if %}"}')
+    cases = [(["template", "/nonexistent/dir"], b'{"messages": []}'),
+             (["template", os.path.join(ASSETS, "qwen3")], b'{"messages": ['),
+             (["template", os.path.join(ASSETS, "qwen3")], b'{"no_messages": 1}'),
+             (["template", bad_cfg], b'{"messages": []}'),
+             (["template"], b''),
+             (["template", "--bogus", "x"], b'')]
+    for argv, stdin in cases:
+        p = subprocess.run([DOTLM] + argv, input=stdin, capture_output=True, timeout=60)
+        err = p.stderr.decode(errors="replace").strip()
+        ok = p.returncode != 0 and p.stdout == b"" and err and (len(err.splitlines()) == 1 or argv == ["template"])
+        if ok:
+            passed += 1
+        else:
+            failed += 1
+            print("FAIL cli %r: rc=%d stderr=%r" % (argv, p.returncode, err))
+    p = subprocess.run([DOTLM, "template", "--help"], capture_output=True, timeout=60)
+    if p.returncode == 0 and b"usage" in p.stdout:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL cli --help")
+    return passed, failed
+
+
 def main():
     seed = int(os.environ.get("DOTLM_TEST_SEED", "1234"))
     print("seed", seed, file=sys.stderr)
@@ -495,8 +526,9 @@ def main():
                     print("  jinja2:", repr(want)[:300] if werr is None else werr)
                     print("  dotlm: ", repr(got)[:300] if gerr is None else gerr)
     sp, sf = run_snippets(tmp.name)
-    passed += sp
-    failed += sf
+    cp, cf = run_cli_errors(tmp.name)
+    passed += sp + cp
+    failed += sf + cf
     print("(%d requests x %d templates, %d expected errors; %d snippets)" % (len(corpus), len(dirs), raised, len(SNIPPETS)))
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed or len(corpus) < 60 else 0
