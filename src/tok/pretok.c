@@ -14,7 +14,7 @@ static const char k_ws[] =
     "\\t\\n\\x0B\\f\\r\\x20\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}";
 
 /* Rewrite \s / \S outside and \s inside character classes, and widen
- * \p{L} / \p{N} to Oniguruma's sets. Returns malloc'd
+ * \p{L} / \p{N} / \d (\D outside classes) to Oniguruma's sets. Returns malloc'd
  * pattern or NULL when it meets a construct it cannot rewrite (\S in a class). */
 static char *rewrite_ws(const char *pat) {
     tok_buf b = {0};
@@ -35,6 +35,11 @@ static char *rewrite_ws(const char *pat) {
                 tok_buf_put(&b, extra, strlen(extra));
                 if (!in_class) tok_buf_put(&b, "]", 1);
                 i += 3;
+            } else if (d == 'd' || (d == 'D' && !in_class)) { /* \d is \p{Nd} in both engines */
+                if (!in_class) tok_buf_put(&b, d == 'd' ? "[" : "[^", d == 'd' ? 1 : 2);
+                tok_buf_put(&b, "\\d", 2);
+                tok_buf_put(&b, tok_unidata_Nd_extra, strlen(tok_unidata_Nd_extra));
+                if (!in_class) tok_buf_put(&b, "]", 1);
             } else if (d == 'S') {
                 if (in_class) { tok_buf_free(&b); return NULL; }
                 tok_buf_put(&b, "[^", 2);
@@ -76,7 +81,7 @@ pcre2_code *tok_re_compile(const char *pattern, int literal, char *err, size_t e
     }
     int ec;
     PCRE2_SIZE eo;
-    uint32_t opts = PCRE2_UTF | PCRE2_UCP | (literal ? PCRE2_LITERAL : 0);
+    uint32_t opts = PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
     pcre2_code *re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED, opts, &ec, &eo, NULL);
     free(pat);
     if (!re) {

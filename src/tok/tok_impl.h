@@ -144,10 +144,11 @@ pcre2_code *tok_re_compile(const char *pattern, int literal, char *err, size_t e
 /* Trailing bytes of s forming a valid but unfinished UTF-8 character (0..3). */
 int tok_utf8_pending_tail(const unsigned char *s, size_t n);
 
-/* tok_unidata.c (generated): PCRE2 class items to add to \p{L} / \p{N} so
+/* tok_unidata.c (generated): PCRE2 class items to add to \p{L} / \p{N} / \d so
  * they match Oniguruma's, and the sorted code points HF's normalizer leaves
  * alone (unknown to its Unicode 9 tables). */
 extern const char tok_unidata_L_extra[];
 extern const char tok_unidata_N_extra[];
+extern const char tok_unidata_Nd_extra[]; /* for \d */
 extern const uint32_t tok_unidata_norm_inert[];
 extern const int tok_unidata_norm_inert_n;

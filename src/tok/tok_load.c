@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/err.h"
+#include "core/log.h"
 #include "tok/tok_impl.h"
 
 /* GPT-2 pattern used by ByteLevel when use_regex is true. */
@@ -160,6 +161,7 @@ static int parse_added(tok_tokenizer *t, json_t *arr) {
     if (!arr || json_is_null(arr)) return 0;
     if (!json_is_array(arr)) return dl_err("%s: field 'added_tokens' is not an array", f);
     size_t n = json_array_size(arr);
+    int32_t max_added = -1;
     t->added = calloc(n ? n : 1, sizeof *t->added);
     if (!t->added) return dl_err("tokenizer: out of memory");
     for (size_t i = 0; i < n; i++) {
@@ -169,11 +171,23 @@ static int parse_added(tok_tokenizer *t, json_t *arr) {
         if (!content || !*content || !json_is_integer(id) || json_integer_value(id) < 0 ||
             json_integer_value(id) >= (1 << 30))
             return dl_err("%s: added_tokens[%zu] needs a non-empty 'content' and a valid 'id'", f, i);
+        size_t clen = strlen(content);
+        if (tok_smap_get(&t->added_map, content, clen) >= 0) continue; /* duplicate content */
         tok_added *a = &t->added[t->nadded++];
-        a->len = a->orig_len = (uint32_t)strlen(content);
+        a->len = a->orig_len = (uint32_t)clen;
         a->content = a->orig = strdup(content);
-        if (!a->orig) return dl_err("tokenizer: out of memory");
-        a->id = (int32_t)json_integer_value(id);
+        if (!a->orig || tok_smap_put(&t->added_map, a->orig, a->orig_len, -1) < 0)
+            return dl_err("tokenizer: out of memory");
+        /* HF re-assigns ids on load: the vocabulary id when the content is in
+         * the model vocabulary, else the next id after the vocabulary and the
+         * added tokens so far; the file's id is only checked. */
+        int32_t fid = (int32_t)json_integer_value(id), vid = tok_smap_get(&t->vocab, content, clen);
+        int32_t nv = (int32_t)t->vocab.n;
+        a->id = vid >= 0 ? vid : max_added < 0 ? nv : max_added >= nv ? max_added + 1 : nv;
+        if (a->id > max_added) max_added = a->id;
+        if (a->id != fid)
+            LOGW("%s: added token '%s' has id %d in the file; HF tokenizers assigns %d, used here", f, content,
+                 fid, a->id);
         a->special = jbool(o, "special", 0);
         a->lstrip = jbool(o, "lstrip", 0);
         a->rstrip = jbool(o, "rstrip", 0);

@@ -75,6 +75,64 @@ def compare_decode(name, d, hf, id_lists, skip_special):
     print(f"{name}: decode {len(id_lists) - bad}/{len(id_lists)} identical (skip_special={skip_special})")
 
 
+def variants(base):
+    """Modified copies of a real tokenizer.json exercising the options the two
+    shipped tokenizers do not use: added-token flags, other Split behaviours,
+    invert, ByteLevel's own regex and prefix space, other normal forms."""
+    nid = base["model"]["vocab"].__len__() + len(base["added_tokens"]) + 10
+    out = {}
+    j = json.loads(json.dumps(base))
+    for k, (content, flags) in enumerate([("<mask>", {"lstrip": True}), ("[R]", {"rstrip": True}),
+                                          ("word", {"single_word": True}), ("Ünï", {"normalized": True}),
+                                          ("cafe\u0301", {"normalized": True}), ("<ab>", {"lstrip": True, "rstrip": True})]):
+        tok = {"id": nid + k, "content": content, "single_word": False, "lstrip": False, "rstrip": False,
+               "normalized": False, "special": k % 2 == 0}
+        tok.update(flags)
+        j["added_tokens"].append(tok)
+    out["added_flags"] = j
+    pat = base["pre_tokenizer"]["pretokenizers"][0]["pattern"]
+    for beh in ["Removed", "MergedWithPrevious", "MergedWithNext", "Contiguous"]:
+        for inv in [False, True]:
+            j = json.loads(json.dumps(base))
+            j["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+                {"type": "Split", "pattern": {"Regex": r"\s+|\d"}, "behavior": beh, "invert": inv},
+                {"type": "Split", "pattern": pat, "behavior": "Isolated", "invert": False},
+                {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]}
+            out[f"split_{beh}_{inv}"] = j
+    j = json.loads(json.dumps(base))
+    j["pre_tokenizer"] = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}
+    out["bytelevel_regex_prefix"] = j
+    j = json.loads(json.dumps(base))
+    j["pre_tokenizer"]["pretokenizers"].insert(0, {"type": "Split", "pattern": {"String": "o"},
+                                                   "behavior": "Isolated", "invert": False})
+    out["split_string"] = j
+    for nf in ["NFD", "NFKC", "NFKD"]:
+        j = json.loads(json.dumps(base))
+        j["normalizer"] = {"type": "Sequence", "normalizers": [{"type": nf}]}
+        out["norm_" + nf] = j
+    return out
+
+
+def check_variants(Tokenizer, corpus):
+    base = json.load(open(os.path.join(ASSETS, "qwen3", "tokenizer.json"), encoding="utf-8"))
+    extra = ["<mask> x <mask>y  <mask>", "a [R]  b [R]\n\nc", "word words sword word_ word. aword word",
+             "Ünï Ünï ÜnÏ", "cafe\u0301 café cafe", "x <ab> y  <ab>  z<ab> <ab>z"]
+    sub = corpus[:250] + extra
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, j in variants(base).items():
+            d = os.path.join(tmp, name)
+            os.mkdir(d)
+            with open(os.path.join(d, "tokenizer.json"), "w", encoding="utf-8") as f:
+                json.dump(j, f)
+            hf = Tokenizer.from_file(os.path.join(d, "tokenizer.json"))
+            r = run_dotlm(["tokenize", d], "".join(json.dumps(s) + "\n" for s in sub))
+            lines = r.stdout.decode().split("\n")[:-1]
+            bad = [s for s, line in zip(sub, lines) if [int(x) for x in line.split()] != hf.encode(s, add_special_tokens=False).ids]
+            check(r.returncode == 0 and len(lines) == len(sub) and not bad,
+                  f"variant {name}: rc {r.returncode} {r.stderr.decode()[:200]} {len(bad)} mismatches {bad[:2]!r}")
+    print(f"variants: {len(variants(base))} modified tokenizers checked")
+
+
 def main():
     try:
         from tokenizers import Tokenizer
@@ -134,6 +192,8 @@ def main():
         check(dt1 < 3 and dt2 < 3, f"{name}: 1 MB took {dt1:.2f}s / {dt2:.2f}s (limit 3s)")
         print(f"{name}: 1 MB of text: {dt1:.2f}s as one line, {dt2:.2f}s as {len(chunks)} lines"
               f" (+{base:.2f}s loading)")
+
+    check_variants(Tokenizer, corpus)
 
     r = run_dotlm(["tokenize", "--help"], "")
     check(r.returncode == 0 and b"usage" in r.stdout, "tokenize --help")
