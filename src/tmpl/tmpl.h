@@ -24,7 +24,8 @@ void tmpl_free(tmpl *t);
 /* Render a chat request (OpenAI body: messages, tools, add_generation_prompt
  * default true, chat_template_kwargs merged into the context) with a
  * tokenizer_config.json object: uses chat_template (string, or a list of
- * {name, template}: "tool_use" when tools are given and it exists, else
+ * {name, template}: "tool_use" when tools are given (non-null, even an
+ * empty list; passed to the template as is) and it exists, else
  * "default"), and bos_token/eos_token/pad_token/unk_token (string or
  * {content}) put into the context. malloc'd result; NULL + dl_errmsg. */
 char *tmpl_render_chat(json_t *tokenizer_config, json_t *request);

@@ -15,7 +15,8 @@ static json_t *token_str(json_t *v) {
 char *tmpl_render_chat(json_t *cfg, json_t *req) {
     if (!json_is_object(cfg) || !json_is_object(req)) { dl_err("template: config and request must be JSON objects"); return NULL; }
     json_t *tools = json_object_get(req, "tools");
-    int has_tools = json_is_array(tools) && json_array_size(tools) > 0;
+    /* like transformers: tools given (even an empty list) unless absent/null */
+    int has_tools = tools && !json_is_null(tools);
     json_t *ct = json_object_get(cfg, "chat_template");
     const char *src = NULL;
     if (json_is_string(ct)) src = json_string_value(ct);

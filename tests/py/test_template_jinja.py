@@ -70,10 +70,10 @@ def token(v):
 def py_render(cfg, req):
     """What apply_chat_template(tokenize=False) produces for req."""
     ct = cfg["chat_template"]
-    tools = req.get("tools") or None
+    tools = req.get("tools")
     if isinstance(ct, list):
         named = {t["name"]: t["template"] for t in ct}
-        ct = named["tool_use"] if tools and "tool_use" in named else named["default"]
+        ct = named["tool_use"] if tools is not None and "tool_use" in named else named["default"]
     ctx = {k: token(cfg[k]) for k in ("bos_token", "eos_token", "pad_token", "unk_token")
            if isinstance(token(cfg.get(k)), str)}
     ctx.update(messages=req["messages"], tools=tools, documents=None,
@@ -139,6 +139,8 @@ def fixed_conversations():
     conv.append({"messages": [{"role": "user", "content": "weather?"}], "tools": [WEATHER, SEARCH]})
     conv.append({"messages": [{"role": "system", "content": "Use tools."}, {"role": "user", "content": "weather?"}], "tools": [WEATHER]})
     conv.append({"messages": [{"role": "user", "content": "x"}], "tools": [EMPTY_TOOL]})
+    conv.append({"messages": [{"role": "user", "content": "x"}], "tools": []})
+    conv.append({"messages": [{"role": "user", "content": "x"}], "tools": None})
     for as_string in (False, True):
         conv.append({"messages": [
             {"role": "user", "content": "Weather in Tokyo?"},
