@@ -23,7 +23,7 @@ static int same_f(float a, float b) {
 }
 
 static void test_widen(void) {
-    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("f16c")) return;
+    if (!(qmm_cpu_features() & QMM_CPU_AVX2)) return;
     uint8_t codes[256];
     for (int i = 0; i < 256; i++) codes[i] = (uint8_t)i;
     const dl_dtype dts[3] = {DT_F8E4M3, DT_F8E5M2, DT_I8};
@@ -89,7 +89,7 @@ static void test_actq(void) {
     CHECK(s1[0] == 1.0f && s1[1] == 1.0f);
     for (int r = 0; r < 2; r++)
         for (int i = 0; i < 8; i++) CHECKF(q1[r * 96 + i + 24 * r] == want[i], "tie %d row %d", i, r);
-    if (__builtin_cpu_supports("avx2")) {
+    if (qmm_cpu_features() & QMM_CPU_AVX2) {
         memset(q2, 0x55, sizeof q2);
         actq_int8_token_avx2(q2, 96, s2, x, 2, K);
         CHECK(memcmp(q1, q2, sizeof q1) == 0 && memcmp(s1, s2, sizeof s1) == 0);
@@ -206,7 +206,7 @@ static void test_matmul(tpool *tp) {
     for (int f = 0; f < NFMT; f++) {
         const fmt *F = &FORMATS[f];
         double worst = 0, worst_nat = 0;
-        int bitwise_bad = 0, fails = 0;
+        int bitwise_bad = 0, fails = 0, tiled_bad = 0;
         for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
             int64_t n = shapes[si][0], k = shapes[si][1];
             tw t;
@@ -225,7 +225,11 @@ static void test_matmul(tpool *tp) {
                     fprintf(stderr, "%s\n", dl_errmsg());
                 } else if (F->actq == ACT_INT8_TOKEN) {
                     if (memcmp(y, yr, sizeof(float) * M * n)) bitwise_bad++;
-                    /* the AVX2 kernel too (VNNI, when present, is the default) */
+                    /* every other int8 kernel too (the first available one is
+                     * the default) */
+                    kreg_disable("cpu.qmm.int8.avx512vnni");
+                    if (qmm_matmul(y, x, &t.w, M, tp) || memcmp(y, yr, sizeof(float) * M * n))
+                        bitwise_bad++;
                     kreg_disable("cpu.qmm.int8.avxvnni");
                     if (qmm_matmul(y, x, &t.w, M, tp) || memcmp(y, yr, sizeof(float) * M * n))
                         bitwise_bad++;
@@ -233,6 +237,13 @@ static void test_matmul(tpool *tp) {
                 } else {
                     double e = tu_max_rel(y, yr, (size_t)(M * n));
                     if (e > worst) worst = e;
+                    /* the AVX-512 tiled kernel (M >= 2) is bitwise the AVX2 one */
+                    float *y2 = malloc(sizeof(float) * M * n);
+                    kreg_disable("cpu.qmm.fp8.avx512,cpu.qmm.i8wo.avx512");
+                    if (qmm_matmul(y2, x, &t.w, M, tp) || memcmp(y, y2, sizeof(float) * M * n))
+                        tiled_bad++;
+                    kreg_reset_switches();
+                    free(y2);
                 }
                 if (F->actq == ACT_NATIVE && M <= 3) {
                     double mx = 0, d = 0;
@@ -251,6 +262,7 @@ static void test_matmul(tpool *tp) {
         }
         CHECKF(fails == 0, "format %d: %d calls failed", f, fails);
         CHECKF(bitwise_bad == 0, "format %d: int8 fast != ref bitwise in %d cases", f, bitwise_bad);
+        CHECKF(tiled_bad == 0, "format %d: AVX-512 tiles != AVX2 bitwise in %d cases", f, tiled_bad);
         CHECKF(worst <= 1e-5, "format %d: fast vs ref rel err %.3g", f, worst);
         CHECKF(worst_nat <= 1e-5, "format %d: vs float64 rel err %.3g", f, worst_nat);
     }
@@ -307,7 +319,25 @@ static void test_int8_extreme(void) {
         double want = (double)(n % 2 ? -128 : 127) * 127.0 * (double)(pos - neg);
         CHECKF(y[n] == (float)want && yr[n] == (float)want, "row %d: %g %g want %g", n, y[n], yr[n], want);
     }
-    free(w), free(x);
+    /* the batched kernels (M >= 2), with a negated row */
+    float *x3 = malloc(sizeof(float) * 3 * K), y3[3 * N];
+    for (int i = 0; i < 3 * K; i++) x3[i] = i / K == 1 ? -x[i % K] : x[i % K];
+    CHECK(qmm_matmul(y3, x3, &d, 3, NULL) == 0);
+    for (int i = 0; i < 3 * N; i++)
+        CHECKF(y3[i] == (i / N == 1 ? -y[i % N] : y[i % N]), "batch row %d col %d", i / N, i % N);
+    free(w), free(x), free(x3);
+    /* the largest K qmm accepts, at the int32 extreme: x = 127, w = -128
+     * (x + 128 times w wraps modulo 2^32 in the VNNI-512 kernel) */
+    enum { KB = 131072, MB = 2 };
+    int8_t *wb = malloc((size_t)N * KB);
+    float *xb = malloc(sizeof(float) * MB * KB), yb[MB * N], ybr[MB * N];
+    memset(wb, 0x80, (size_t)N * KB);
+    for (int i = 0; i < MB * KB; i++) xb[i] = 127.0f;
+    d.k = d.ld = KB, d.data = wb;
+    CHECK(qmm_matmul(yb, xb, &d, MB, NULL) == 0 && qmm_matmul_ref(ybr, xb, &d, MB, NULL) == 0);
+    for (int i = 0; i < MB * N; i++)
+        CHECKF(yb[i] == (float)(-128.0 * 127.0 * KB) && ybr[i] == yb[i], "K=%d out %d: %g", KB, i, yb[i]);
+    free(wb), free(xb);
 }
 
 static void test_switches(void) {
@@ -319,9 +349,19 @@ static void test_switches(void) {
     kreg_reset_switches();
     kreg_reset_counts();
     CHECK(qmm_matmul(y, x, &t.w, 2, NULL) == 0);
-    int fast = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
-    CHECK(kreg_count("cpu.qmm.fp8.avx2") == (uint64_t)fast);
+    const unsigned cf = qmm_cpu_features();
+    int fast = !!(cf & QMM_CPU_AVX2), f512 = !!(cf & QMM_CPU_AVX512);
+    /* fp8: avx512 (M >= 2) -> avx2 -> ref; M = 1 starts at avx2 */
+    CHECK(kreg_count("cpu.qmm.fp8.avx512") == (uint64_t)f512);
+    CHECK(kreg_count("cpu.qmm.fp8.avx2") == (uint64_t)(fast && !f512));
     CHECK(kreg_count("cpu.qmm.fp8.ref") == (uint64_t)!fast);
+    CHECK(qmm_matmul(y, x, &t.w, 1, NULL) == 0);
+    CHECK(kreg_count("cpu.qmm.fp8.avx512") == (uint64_t)f512);
+    CHECK(kreg_count("cpu.qmm.fp8.avx2") == (uint64_t)fast * (1 + !f512));
+    kreg_disable("cpu.qmm.fp8.avx512");
+    kreg_reset_counts();
+    CHECK(qmm_matmul(y, x, &t.w, 2, NULL) == 0);
+    CHECK(kreg_count("cpu.qmm.fp8.avx2") == (uint64_t)fast && kreg_count("cpu.qmm.fp8.avx512") == 0);
     kreg_disable("cpu.qmm.fp8.avx2");
     CHECK(qmm_matmul(y, x, &t.w, 2, NULL) == 0);
     CHECK(kreg_count("cpu.qmm.fp8.ref") == (uint64_t)!fast + 1);
@@ -337,11 +377,12 @@ static void test_switches(void) {
     kreg_reset_switches();
     kreg_reset_counts();
     CHECK(qmm_matmul(y, x, &t.w, 2, NULL) == 0);
-    uint64_t tot = kreg_count("cpu.qmm.int8.avxvnni") + kreg_count("cpu.qmm.int8.avx2") +
-                   kreg_count("cpu.qmm.int8.ref");
+    uint64_t tot = kreg_count("cpu.qmm.int8.avx512vnni") + kreg_count("cpu.qmm.int8.avxvnni") +
+                   kreg_count("cpu.qmm.int8.avx2") + kreg_count("cpu.qmm.int8.ref");
     CHECK(tot == 1);
+    CHECK(kreg_count("cpu.qmm.int8.avx512vnni") == (uint64_t)!!(cf & QMM_CPU_VNNI512));
     CHECK(kreg_count("cpu.actq.int8.avx2") + kreg_count("cpu.actq.int8.ref") == 1);
-    kreg_disable("cpu.qmm.int8.avxvnni,cpu.qmm.int8.avx2");
+    kreg_disable("cpu.qmm.int8.avx512vnni,cpu.qmm.int8.avxvnni,cpu.qmm.int8.avx2");
     CHECK(qmm_matmul(y, x, &t.w, 2, NULL) == 0);
     CHECK(kreg_count("cpu.qmm.int8.ref") == 1 + (uint64_t)!fast);
     kreg_reset_switches();

@@ -4,9 +4,12 @@
  * row stride w->ld, and the activation policy w->actq.
  *
  * Kernels (kreg names; each fast path has a scalar reference twin):
- *   cpu.qmm.int8.avxvnni / cpu.qmm.int8.avx2 / cpu.qmm.int8.ref   W8A8 int32 dot
- *   cpu.qmm.fp8.avx2 / cpu.qmm.fp8.ref       fp8 weights, fp32 FMA accumulation
- *   cpu.qmm.i8wo.avx2 / cpu.qmm.i8wo.ref     int8 weights with fp32 activations
+ *   cpu.qmm.int8.avx512vnni (M >= 2) / cpu.qmm.int8.avxvnni / cpu.qmm.int8.avx2 /
+ *     cpu.qmm.int8.ref                       W8A8 int32 dot
+ *   cpu.qmm.fp8.avx512 (M >= 2) / cpu.qmm.fp8.avx2 / cpu.qmm.fp8.ref
+ *                                            fp8 weights, fp32 FMA accumulation
+ *   cpu.qmm.i8wo.avx512 (M >= 2) / cpu.qmm.i8wo.avx2 / cpu.qmm.i8wo.ref
+ *                                            int8 weights with fp32 activations
  *   cpu.actq.int8.avx2 / cpu.actq.int8.ref   per-token int8 activation quantizer
  *   cpu.actq.fp8.avx2 / cpu.actq.fp8.ref     fp8 e4m3 activation quantizer
  * Each is counted once per qmm_matmul call. Results of a row of x never
@@ -55,6 +58,13 @@ int qmm_quantize_weight(dl_weight *w, const float *src, int64_t n, int64_t k, in
                         dl_dtype dtype, dl_wscale kind, int bn, int bk, uint8_t *codes,
                         float *scales);
 
+/* CPU features the kernels need, from cpuid + xgetbv (detected once). */
+#define QMM_CPU_AVX2 1    /* avx2 + fma + f16c with OS YMM support */
+#define QMM_CPU_VNNI 2    /* AVX-VNNI (VEX vpdpbusd) */
+#define QMM_CPU_AVX512 4  /* avx512 f + vl + dq + bw with OS ZMM support */
+#define QMM_CPU_VNNI512 8 /* AVX512-VNNI on top of QMM_CPU_AVX512 */
+unsigned qmm_cpu_features(void);
+
 /* ------------------------------------------------------------------------
  * Kernel layer (used by qmm_matmul, tests and the bench). */
 
@@ -76,6 +86,9 @@ typedef struct qmm_f32job {
  * out of memory (no message: called from worker threads). */
 int fp8mm_rows_ref(const qmm_f32job *j, int64_t n0, int64_t n1);
 int fp8mm_rows_avx2(const qmm_f32job *j, int64_t n0, int64_t n1);
+/* Register-blocked AVX-512 variant for M >= 2 (6 x 8 output tiles): bitwise
+ * the results of fp8mm_rows_avx2 (same per-output accumulation). */
+int fp8mm_rows_avx512(const qmm_f32job *j, int64_t n0, int64_t n1);
 /* Widen 16 stored codes of dtype to exact fp32 (AVX2). */
 void fp8mm_widen16_avx2(dl_dtype dt, const uint8_t *src, float *dst);
 
@@ -85,6 +98,7 @@ typedef struct qmm_i8job {
     const int8_t *xq;
     int64_t qld;
     const float *xs;
+    const uint8_t *xu; /* [M, qld] xq ^ 0x80 (= xq + 128), for the AVX-512 VNNI kernel; or NULL */
     int M;
     float *y;
 } qmm_i8job;
@@ -96,3 +110,7 @@ typedef struct qmm_i8job {
 void int8mm_rows_ref(const qmm_i8job *j, int64_t n0, int64_t n1);
 void int8mm_rows_avx2(const qmm_i8job *j, int64_t n0, int64_t n1);
 void int8mm_rows_avxvnni(const qmm_i8job *j, int64_t n0, int64_t n1);
+/* AVX-512 VNNI, register-blocked 4 x 6 tiles (for M >= 2): x + 128 times w
+ * with vpdpbusd, minus 128 * sum(w) per row and segment (exact in wrapping
+ * int32), so bitwise the other variants' results. */
+void int8mm_rows_avx512vnni(const qmm_i8job *j, int64_t n0, int64_t n1);

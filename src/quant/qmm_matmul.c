@@ -5,12 +5,18 @@
  * depend on the thread count. */
 #include <stdatomic.h>
 #include <stdlib.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include "core/err.h"
 #include "core/kreg.h"
 #include "quant/actq.h"
 #include "quant/qmatmul.h"
 
+static kreg_kernel K_I8_V512 = KREG_KERNEL("cpu.qmm.int8.avx512vnni", "W8A8 int8 dot, AVX-512 VNNI 4x6 tiles (M >= 2)");
+static kreg_kernel K_F8_512 = KREG_KERNEL("cpu.qmm.fp8.avx512", "fp8 weights, AVX-512 6x8 register tiles (M >= 2)");
+static kreg_kernel K_WO_512 = KREG_KERNEL("cpu.qmm.i8wo.avx512", "int8 weights x fp32 activations, AVX-512 tiles (M >= 2)");
 static kreg_kernel K_I8_VNNI = KREG_KERNEL("cpu.qmm.int8.avxvnni", "W8A8 int8 dot, AVX-VNNI vpdpbusd");
 static kreg_kernel K_I8_AVX2 = KREG_KERNEL("cpu.qmm.int8.avx2", "W8A8 int8 dot, AVX2 maddubs/madd");
 static kreg_kernel K_I8_REF = KREG_KERNEL("cpu.qmm.int8.ref", "W8A8 int8 dot, scalar");
@@ -26,11 +32,57 @@ static kreg_kernel K_AQF_REF = KREG_KERNEL("cpu.actq.fp8.ref", "fp8 e4m3 activat
 #define PANEL 64 /* output rows per task */
 #define NSEG_PLAIN 512 /* K segment for channel/tensor scales */
 
-static int have_avx2(void) {
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("f16c");
+/* CPU features, read once with cpuid + xgetbv (clang's
+ * __builtin_cpu_supports knows neither "f16c" nor "avxvnni"). */
+typedef struct {
+    int avx2;   /* avx2 + fma + f16c, YMM state enabled */
+    int vnni;   /* AVX-VNNI (256-bit vpdpbusd, VEX) */
+    int avx512; /* avx512 f/vl/dq/bw, ZMM state enabled */
+    int vnni512; /* avx512 + AVX512-VNNI */
+} cpu_feats;
+
+static cpu_feats detect(void) {
+    cpu_feats f = {0};
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+    int fma = (c >> 12) & 1, osxsave = (c >> 27) & 1, avx = (c >> 28) & 1, f16c = (c >> 29) & 1;
+    if (!(fma && osxsave && avx && f16c) || __get_cpuid_max(0, NULL) < 7) return f;
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    if ((lo & 6) != 6) return f; /* XMM and YMM state */
+    __cpuid_count(7, 0, a, b, c, d);
+    f.avx2 = (b >> 5) & 1;
+    if (!f.avx2) return f;
+    unsigned c7 = c, b7 = b;
+    __cpuid_count(7, 1, a, b, c, d);
+    f.vnni = (a >> 4) & 1;
+    int zmm_os = (lo & 0xe0) == 0xe0; /* opmask, ZMM_Hi256, Hi16_ZMM state */
+    f.avx512 = zmm_os && ((b7 >> 16) & 1) && ((b7 >> 17) & 1) && ((b7 >> 30) & 1) &&
+               ((b7 >> 31) & 1);
+    f.vnni512 = f.avx512 && ((c7 >> 11) & 1);
+#endif
+    return f;
 }
-static int have_vnni(void) { return have_avx2() && __builtin_cpu_supports("avxvnni"); }
+
+/* Detected once; the packed bits are published atomically. */
+unsigned qmm_cpu_features(void) {
+    static _Atomic int bits = -1;
+    int v = atomic_load(&bits);
+    if (v < 0) {
+        cpu_feats t = detect();
+        v = (t.avx2 ? QMM_CPU_AVX2 : 0) | (t.vnni ? QMM_CPU_VNNI : 0) |
+            (t.avx512 ? QMM_CPU_AVX512 : 0) | (t.vnni512 ? QMM_CPU_VNNI512 : 0);
+        atomic_store(&bits, v);
+    }
+    return (unsigned)v;
+}
+
+static cpu_feats feats(void) {
+    unsigned v = qmm_cpu_features();
+    return (cpu_feats){.avx2 = !!(v & QMM_CPU_AVX2), .vnni = !!(v & QMM_CPU_VNNI),
+                       .avx512 = !!(v & QMM_CPU_AVX512), .vnni512 = !!(v & QMM_CPU_VNNI512)};
+}
 
 /* Pick fast (counting it) or reference (counting that); force_ref: the
  * reference, counting nothing. Returns 1 for the fast path. */
@@ -83,15 +135,16 @@ static int validate(const dl_weight *w) {
 typedef struct {
     const qmm_f32job *fj;
     const qmm_i8job *ij;
-    int kind; /* 0 ref, 1 avx2, 2 vnni */
+    int kind; /* 0 ref, 1 avx2, 2 vnni, 3 avx512 (vnni512 for int8) */
     _Atomic int oom;
 } task_ctx;
 
 static void run_f32(void *p, size_t b, size_t e) {
     task_ctx *c = p;
     int64_t n1 = (int64_t)e * PANEL < c->fj->w->n ? (int64_t)e * PANEL : c->fj->w->n;
-    int rc = c->kind ? fp8mm_rows_avx2(c->fj, (int64_t)b * PANEL, n1)
-                     : fp8mm_rows_ref(c->fj, (int64_t)b * PANEL, n1);
+    int rc = c->kind == 3 ? fp8mm_rows_avx512(c->fj, (int64_t)b * PANEL, n1)
+             : c->kind    ? fp8mm_rows_avx2(c->fj, (int64_t)b * PANEL, n1)
+                          : fp8mm_rows_ref(c->fj, (int64_t)b * PANEL, n1);
     if (rc) atomic_store(&c->oom, 1);
 }
 
@@ -99,7 +152,8 @@ static void run_i8(void *p, size_t b, size_t e) {
     task_ctx *c = p;
     int64_t n0 = (int64_t)b * PANEL;
     int64_t n1 = (int64_t)e * PANEL < c->ij->w->n ? (int64_t)e * PANEL : c->ij->w->n;
-    if (c->kind == 2) int8mm_rows_avxvnni(c->ij, n0, n1);
+    if (c->kind == 3) int8mm_rows_avx512vnni(c->ij, n0, n1);
+    else if (c->kind == 2) int8mm_rows_avxvnni(c->ij, n0, n1);
     else if (c->kind == 1) int8mm_rows_avx2(c->ij, n0, n1);
     else int8mm_rows_ref(c->ij, n0, n1);
 }
@@ -114,7 +168,8 @@ static int qmm_run(float *y, const float *x, const dl_weight *w, int M, tpool *t
     if (validate(w)) return -1;
     if (M <= 0) return 0;
     const int64_t K = w->k;
-    const int avx2 = have_avx2();
+    const cpu_feats cf = feats();
+    const int avx2 = cf.avx2, big = M >= 2 && !force_ref;
     task_ctx c = {0};
     if (w->actq == ACT_INT8_TOKEN) {
         int64_t qld = (K + 31) / 32 * 32;
@@ -128,10 +183,20 @@ static int qmm_run(float *y, const float *x, const dl_weight *w, int M, tpool *t
         else actq_int8_token_ref(xq, qld, xs, x, M, K);
         qmm_i8job j = {.w = w, .xq = xq, .qld = qld, .xs = xs, .M = M, .y = y};
         c.ij = &j;
-        if (!force_ref && have_vnni() && kreg_use(&K_I8_VNNI)) c.kind = 2;
+        uint8_t *xu = NULL;
+        if (big && cf.vnni512 && kreg_use(&K_I8_V512)) {
+            c.kind = 3;
+            xu = malloc((size_t)M * (size_t)qld);
+            if (!xu) {
+                free(xq), free(xs);
+                return dl_err("qmm: out of memory quantizing activations");
+            }
+            for (int64_t i = 0; i < (int64_t)M * qld; i++) xu[i] = (uint8_t)xq[i] ^ 0x80;
+            j.xu = xu;
+        } else if (!force_ref && cf.vnni && kreg_use(&K_I8_VNNI)) c.kind = 2;
         else c.kind = pick(&K_I8_AVX2, &K_I8_REF, avx2, force_ref);
         run_tasks(tp, w->n, run_i8, &c);
-        free(xq), free(xs);
+        free(xq), free(xs), free(xu);
         return 0;
     }
     qmm_f32job j = {.w = w, .x = x, .M = M, .y = y};
@@ -156,7 +221,9 @@ static int qmm_run(float *y, const float *x, const dl_weight *w, int M, tpool *t
         j.x = xw, j.xs = xs, j.xs_mode = group ? 2 : 1;
     }
     c.fj = &j;
-    if (w->dtype == DT_I8) c.kind = pick(&K_WO_AVX2, &K_WO_REF, avx2, force_ref);
+    int i8 = w->dtype == DT_I8;
+    if (big && cf.avx512 && kreg_use(i8 ? &K_WO_512 : &K_F8_512)) c.kind = 3;
+    else if (i8) c.kind = pick(&K_WO_AVX2, &K_WO_REF, avx2, force_ref);
     else c.kind = pick(&K_F8_AVX2, &K_F8_REF, avx2, force_ref);
     run_tasks(tp, w->n, run_f32, &c);
     free(xw), free(xs);

@@ -1,0 +1,235 @@
+/* fp32-accumulating quantized matmul for M >= 2, AVX-512 register-blocked.
+ *
+ * Same numbers as fp8mm_rows_avx2 (and its M = 1 kernel), bit for bit: each
+ * output (m, n) owns one 8-lane fp32 accumulator fed with FMAs of 8 k's at a
+ * time in k order (the chunk holding the segment end zero-padded, no FMA past
+ * it), reduced at the segment end by the tree ((l0+l4)+(l2+l6)) +
+ * ((l1+l5)+(l3+l7)), then p * unscale [* xs] [* block scale] added to the
+ * output's running sum. Only the packing differs: a zmm register holds the
+ * 8-lane accumulators of two outputs (weight rows 2p and 2p+1), so one
+ * 512-bit FMA advances two outputs, and a 6 x 8 tile (6 activation rows x 8
+ * weight rows, 24 zmm accumulators) shares every weight load across 6 rows
+ * and every activation load across 8 rows.
+ *
+ * Per panel of output rows and K segment: the weight codes are widened once
+ * (the same exact fp16/F16C widening as the AVX2 kernel, e4m3 scaled by
+ * 2^-8) into a buffer of row pairs, [pair][chunk of 8 k][row 2p | row 2p+1],
+ * and the activation segment of every row is copied zero-padded to whole
+ * chunks, then every (6-row, 8-row) tile runs over the segment. */
+#include <immintrin.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quant/qmatmul.h"
+
+#define X512_FN __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma,f16c")))
+#define NB 64 /* output rows per panel (large M) */
+#define MR 6  /* activation rows per tile */
+#define NT 8  /* weight rows per tile (4 pairs) */
+
+/* 16 codes -> 16 fp16 bit patterns, as in fp8mm_avx2.c (e4m3 scaled by 2^-8,
+ * NaN codes NaN); int8 is converted directly by the caller. */
+X512_FN static inline __m256i f16_bits(dl_dtype dt, __m128i c) {
+    __m256i v = _mm256_cvtepu8_epi16(c);
+    if (dt == DT_F8E5M2) return _mm256_slli_epi16(v, 8);
+    __m256i h = _mm256_slli_epi16(v, 7);
+    h = _mm256_add_epi16(h, _mm256_and_si256(h, _mm256_set1_epi16(0x4000)));
+    __m256i nan = _mm256_cmpeq_epi16(_mm256_and_si256(h, _mm256_set1_epi16(0x3f80)),
+                                     _mm256_set1_epi16(0x3f80));
+    return _mm256_or_si256(h, _mm256_and_si256(nan, _mm256_set1_epi16(0x7e00)));
+}
+
+/* 16 codes at src -> chunks c (d0) and c + 1 (d1) of a pair buffer. */
+X512_FN static inline void widen16_to(dl_dtype dt, const uint8_t *src, float *d0, float *d1) {
+    __m128i c = _mm_loadu_si128((const __m128i *)src);
+    if (dt == DT_I8) {
+        _mm256_store_ps(d0, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(c)));
+        _mm256_store_ps(d1, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(c, 8))));
+        return;
+    }
+    __m256i h = f16_bits(dt, c);
+    _mm256_store_ps(d0, _mm256_cvtph_ps(_mm256_castsi256_si128(h)));
+    _mm256_store_ps(d1, _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1)));
+}
+
+/* Widen codes [0, len) of one weight row into its half (h = 0/1) of a pair
+ * buffer dst ([nch][16] floats, nch even, 64-byte aligned); the chunks past
+ * len are zero. dt is a compile-time constant in each caller. */
+X512_FN static inline void widen_pair_t(dl_dtype dt, const uint8_t *src, int64_t len, int64_t nch,
+                                        float *dst, int h) {
+    int64_t i = 0;
+    float *d = dst + h * 8;
+    for (; i + 16 <= len; i += 16) widen16_to(dt, src + i, d + i * 2, d + i * 2 + 16);
+    if (i < len) {
+        uint8_t t[16] = {0};
+        memcpy(t, src + i, (size_t)(len - i));
+        widen16_to(dt, t, d + i * 2, d + i * 2 + 16);
+        i += 16;
+    }
+    for (; i < nch * 8; i += 8) _mm256_store_ps(d + i * 2, _mm256_setzero_ps());
+}
+
+X512_FN static void widen_pair(dl_dtype dt, const uint8_t *src, int64_t len, int64_t nch,
+                               float *dst, int h) {
+    switch (dt) {
+    case DT_F8E4M3: widen_pair_t(DT_F8E4M3, src, len, nch, dst, h); break;
+    case DT_F8E5M2: widen_pair_t(DT_F8E5M2, src, len, nch, dst, h); break;
+    default: widen_pair_t(DT_I8, src, len, nch, dst, h); break;
+    }
+}
+
+/* a_{2p} holds outputs (m0, 2p | 2p+1), a_{2p+1} holds (m1, 2p | 2p+1).
+ * Returns [m0: n0..n7 | m1: n0..n7], each the fixed-tree sum of its 8 lanes
+ * (the same additions, same operand order, as hsum8 in fp8mm_avx2.c). */
+X512_FN static inline __m512 reduce8(__m512 a0, __m512 a1, __m512 a2, __m512 a3, __m512 a4,
+                                     __m512 a5, __m512 a6, __m512 a7) {
+    /* lane i + lane i+4 of each 8-lane half: [a.A, a.B, b.A, b.B] quads */
+#define Q(a, b) _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x88), _mm512_shuffle_f32x4(a, b, 0xdd))
+    __m512 z01 = Q(a0, a1), z23 = Q(a2, a3), z45 = Q(a4, a5), z67 = Q(a6, a7);
+#undef Q
+    /* (s0 + s2), (s1 + s3) */
+    __m512 t = _mm512_add_ps(_mm512_shuffle_ps(z01, z23, 0x44), _mm512_shuffle_ps(z01, z23, 0xee));
+    __m512 u = _mm512_add_ps(_mm512_shuffle_ps(z45, z67, 0x44), _mm512_shuffle_ps(z45, z67, 0xee));
+    /* (s0 + s2) + (s1 + s3) */
+    __m512 r = _mm512_add_ps(_mm512_shuffle_ps(t, u, 0x88), _mm512_shuffle_ps(t, u, 0xdd));
+    /* r = [m0: n0 n2 n4 n6 n1 n3 n5 n7 | m1: same] -> n order */
+    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15), r);
+}
+
+/* Tile: p[i] = segment dots of activation rows x_i (i < 6, each [nch * 8],
+ * zero-padded) with the 8 weight rows of pairs wb[0..3] (pair stride ps
+ * floats). p[0..2] = rows (0,1), (2,3), (4,5) as returned by reduce8. */
+X512_FN static void mk6x8(const float *const *x, const float *wb, int64_t ps, int64_t nch,
+                          __m512 p[3]) {
+    __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00;
+    __m512 a10 = a00, a11 = a00, a12 = a00, a13 = a00, a20 = a00, a21 = a00, a22 = a00, a23 = a00;
+    __m512 a30 = a00, a31 = a00, a32 = a00, a33 = a00, a40 = a00, a41 = a00, a42 = a00, a43 = a00;
+    __m512 a50 = a00, a51 = a00, a52 = a00, a53 = a00;
+    const float *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3], *x4 = x[4], *x5 = x[5];
+    const float *w0 = wb, *w1 = wb + ps, *w2 = wb + 2 * ps, *w3 = wb + 3 * ps;
+    for (int64_t c = 0; c < nch; c++) {
+        __m512 b0 = _mm512_load_ps(w0 + c * 16), b1 = _mm512_load_ps(w1 + c * 16);
+        __m512 b2 = _mm512_load_ps(w2 + c * 16), b3 = _mm512_load_ps(w3 + c * 16);
+#define ROW(i)                                                                   \
+    {                                                                            \
+        __m512 u = _mm512_broadcast_f32x8(_mm256_load_ps(x##i + c * 8));         \
+        a##i##0 = _mm512_fmadd_ps(u, b0, a##i##0);                               \
+        a##i##1 = _mm512_fmadd_ps(u, b1, a##i##1);                               \
+        a##i##2 = _mm512_fmadd_ps(u, b2, a##i##2);                               \
+        a##i##3 = _mm512_fmadd_ps(u, b3, a##i##3);                               \
+    }
+        ROW(0) ROW(1) ROW(2) ROW(3) ROW(4) ROW(5)
+#undef ROW
+    }
+    p[0] = reduce8(a00, a10, a01, a11, a02, a12, a03, a13);
+    p[1] = reduce8(a20, a30, a21, a31, a22, a32, a23, a33);
+    p[2] = reduce8(a40, a50, a41, a51, a42, a52, a43, a53);
+}
+
+/* Two activation rows: the same per-output operations as mk6x8. */
+X512_FN static void mk2x8(const float *const *x, const float *wb, int64_t ps, int64_t nch,
+                          __m512 p[1]) {
+    __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00;
+    __m512 a10 = a00, a11 = a00, a12 = a00, a13 = a00;
+    const float *x0 = x[0], *x1 = x[1];
+    const float *w0 = wb, *w1 = wb + ps, *w2 = wb + 2 * ps, *w3 = wb + 3 * ps;
+    for (int64_t c = 0; c < nch; c++) {
+        __m512 b0 = _mm512_load_ps(w0 + c * 16), b1 = _mm512_load_ps(w1 + c * 16);
+        __m512 b2 = _mm512_load_ps(w2 + c * 16), b3 = _mm512_load_ps(w3 + c * 16);
+        __m512 u = _mm512_broadcast_f32x8(_mm256_load_ps(x0 + c * 8));
+        __m512 v = _mm512_broadcast_f32x8(_mm256_load_ps(x1 + c * 8));
+        a00 = _mm512_fmadd_ps(u, b0, a00), a01 = _mm512_fmadd_ps(u, b1, a01);
+        a02 = _mm512_fmadd_ps(u, b2, a02), a03 = _mm512_fmadd_ps(u, b3, a03);
+        a10 = _mm512_fmadd_ps(v, b0, a10), a11 = _mm512_fmadd_ps(v, b1, a11);
+        a12 = _mm512_fmadd_ps(v, b2, a12), a13 = _mm512_fmadd_ps(v, b3, a13);
+    }
+    p[0] = reduce8(a00, a10, a01, a11, a02, a12, a03, a13);
+}
+
+static inline float scale_load(const dl_weight *w, int64_t i) {
+    if (w->scale_dtype == DT_F32) return ((const float *)w->scale)[i];
+    if (w->scale_dtype == DT_BF16) return bf16_to_f32(((const uint16_t *)w->scale)[i]);
+    return f16_to_f32(((const uint16_t *)w->scale)[i]);
+}
+
+X512_FN int fp8mm_rows_avx512(const qmm_f32job *j, int64_t n0, int64_t n1) {
+    const dl_weight *w = j->w;
+    const int64_t K = w->k, seg = j->seg, nseg = (K + seg - 1) / seg;
+    const int64_t nchm = (seg + 15) / 16 * 2;  /* chunks of 8 per segment, even */
+    const int64_t ps = nchm * 16;              /* floats per row pair */
+    const int block = w->scale_kind == WS_BLOCK, M = j->M;
+    const int64_t pan = M <= 8 ? NT : NB;
+    const float us = j->w->dtype == DT_F8E4M3 ? 256.0f : 1.0f;
+    float *wbuf = aligned_alloc(64, (size_t)(pan / 2 * ps) * sizeof(float));
+    float *xbuf = aligned_alloc(64, (size_t)M * (size_t)(nchm * 8) * sizeof(float));
+    float *acc = aligned_alloc(64, (size_t)M * (size_t)pan * sizeof(float));
+    if (!wbuf || !xbuf || !acc) {
+        free(wbuf), free(xbuf), free(acc);
+        return -1;
+    }
+    for (int64_t nb0 = n0; nb0 < n1; nb0 += pan) {
+        const int64_t nb = n1 - nb0 < pan ? n1 - nb0 : pan, nbt = (nb + NT - 1) / NT * NT;
+        memset(acc, 0, (size_t)M * (size_t)pan * sizeof(float));
+        int64_t sidx[NB];
+        for (int64_t r = 0; block && r < nb; r++) sidx[r] = (nb0 + r) / w->bn * nseg;
+        for (int64_t g = 0; g < nseg; g++) {
+            const int64_t k0 = g * seg, len = K - k0 < seg ? K - k0 : seg;
+            const int64_t nch = (len + 7) / 8, nch2 = (len + 15) / 16 * 2;
+            float sb[NB] __attribute__((aligned(32)));
+            for (int64_t r = 0; r < nbt; r++) {
+                /* rows past the panel end are zero (their outputs are dropped) */
+                if (r < nb)
+                    widen_pair(w->dtype, (const uint8_t *)w->data + (nb0 + r) * w->ld + k0, len,
+                               nch2, wbuf + r / 2 * ps, (int)(r & 1));
+                else
+                    widen_pair(w->dtype, NULL, 0, nch2, wbuf + r / 2 * ps, (int)(r & 1));
+                sb[r] = block && r < nb ? scale_load(w, sidx[r] + g) : 0.0f;
+            }
+            for (int m = 0; m < M; m++) {
+                float *xd = xbuf + (int64_t)m * nch * 8;
+                memcpy(xd, j->x + (int64_t)m * K + k0, (size_t)len * sizeof(float));
+                memset(xd + len, 0, (size_t)(nch * 8 - len) * sizeof(float));
+            }
+            for (int m0 = 0; m0 < M;) {
+                /* 6-row tiles, then 2-row tiles; an odd last row is paired
+                 * with itself and the copy dropped */
+                const int mr = M - m0 >= MR ? MR : 2;
+                const float *xr[MR];
+                for (int i = 0; i < mr; i++) {
+                    int m = m0 + i < M ? m0 + i : M - 1;
+                    xr[i] = xbuf + (int64_t)m * nch * 8;
+                }
+                for (int64_t r0 = 0; r0 < nbt; r0 += NT) {
+                    __m512 p[3];
+                    if (mr == MR) mk6x8(xr, wbuf + r0 / 2 * ps, ps, nch, p);
+                    else mk2x8(xr, wbuf + r0 / 2 * ps, ps, nch, p);
+                    for (int i = 0; i < mr && m0 + i < M; i++) {
+                        int m = m0 + i;
+                        __m256 t = (i & 1) ? _mm512_extractf32x8_ps(p[i / 2], 1)
+                                           : _mm512_castps512_ps256(p[i / 2]);
+                        t = _mm256_mul_ps(t, _mm256_set1_ps(us));
+                        if (j->xs_mode == 2) t = _mm256_mul_ps(t, _mm256_set1_ps(j->xs[(int64_t)m * nseg + g]));
+                        if (block) t = _mm256_mul_ps(t, _mm256_load_ps(sb + r0));
+                        float *ar = acc + (int64_t)m * pan + r0;
+                        _mm256_store_ps(ar, _mm256_add_ps(_mm256_load_ps(ar), t));
+                    }
+                }
+                m0 += mr;
+            }
+        }
+        for (int64_t r = 0; r < nb; r++) {
+            int64_t n = nb0 + r;
+            float s_end = block ? 1.0f : w_scale_at(w, n, 0);
+            float b = w->bias ? w_bias_at(w, n) : 0.0f;
+            for (int m = 0; m < M; m++) {
+                float v = acc[(int64_t)m * pan + r];
+                if (j->xs_mode == 1) v = v * j->xs[m];
+                if (!block) v = v * s_end;
+                if (w->bias) v += b;
+                j->y[(int64_t)m * w->n + n] = v;
+            }
+        }
+    }
+    free(wbuf), free(xbuf), free(acc);
+    return 0;
+}

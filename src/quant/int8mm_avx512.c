@@ -1,0 +1,132 @@
+/* W8A8 int8 matmul for M >= 2, AVX-512 VNNI, register-blocked.
+ *
+ * vpdpbusd multiplies unsigned by signed bytes, so the activations enter as
+ * u = x + 128 (stored as x ^ 0x80, in [1, 255]) against the signed weights:
+ * sum(u * w) = sum(x * w) + 128 * sum(w). The row sums of w are taken per
+ * segment with the same instruction (u = 1) and subtracted. vpdpbusd does
+ * not saturate, and every step is exact modulo 2^32 while the true dot fits
+ * int32 (qmm_matmul bounds K), so the int32 dot, and with the epilogue of
+ * int8mm.c every output, is bitwise that of the other int8 kernels.
+ *
+ * Tiles of 4 activation rows x 6 weight rows (24 zmm accumulators): each
+ * 64-byte weight load serves 4 rows, each activation load 6; the segment
+ * tail uses masked (zeroing) loads, so padding bytes are never read. */
+#include <immintrin.h>
+#include <stdlib.h>
+
+#include "quant/qmatmul.h"
+
+#define V512_FN __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx512vnni")))
+#define NB 64 /* output rows per panel */
+#define MR 4  /* activation rows per tile */
+#define NR 6  /* weight rows per tile */
+
+/* Same epilogue as int8mm.c (block: f += (float)acc_g * s; then f * xs[m];
+ * channel/tensor: ((float)acc * xs[m]) * s[n]; then + bias). */
+static inline float blk_step(const dl_weight *w, float f, int32_t a, int64_t n, int64_t k0) {
+    return f + (float)a * w_scale_at(w, n, k0);
+}
+static inline float finish(const qmm_i8job *j, int64_t n, int m, float f, int32_t a) {
+    const dl_weight *w = j->w;
+    float v = w->scale_kind == WS_BLOCK ? f * j->xs[m]
+                                        : ((float)a * j->xs[m]) * w_scale_at(w, n, 0);
+    if (w->bias) v += w_bias_at(w, n);
+    return v;
+}
+
+V512_FN static inline __mmask64 tail_mask(int64_t rem) {
+    return rem >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << rem) - 1);
+}
+
+/* s = sum of w[0, len) (signed bytes), exact. */
+V512_FN static int32_t row_sum(const int8_t *w, int64_t len) {
+    __m512i a = _mm512_setzero_si512(), one = _mm512_set1_epi8(1);
+    for (int64_t k = 0; k < len; k += 64)
+        a = _mm512_dpbusd_epi32(a, one, _mm512_maskz_loadu_epi8(tail_mask(len - k), w + k));
+    return _mm512_reduce_add_epi32(a);
+}
+
+/* o[i][r] = sum over k < len of u_i[k] * w_r[k] (mod 2^32), i < 4, r < 6. */
+V512_FN static void mk4x6(const uint8_t *const *u, const int8_t *const *wr, int64_t len,
+                          uint32_t o[MR][NR]) {
+#define Z _mm512_setzero_si512()
+    __m512i a00 = Z, a01 = Z, a02 = Z, a03 = Z, a04 = Z, a05 = Z;
+    __m512i a10 = Z, a11 = Z, a12 = Z, a13 = Z, a14 = Z, a15 = Z;
+    __m512i a20 = Z, a21 = Z, a22 = Z, a23 = Z, a24 = Z, a25 = Z;
+    __m512i a30 = Z, a31 = Z, a32 = Z, a33 = Z, a34 = Z, a35 = Z;
+#undef Z
+    const uint8_t *u0 = u[0], *u1 = u[1], *u2 = u[2], *u3 = u[3];
+    const int8_t *w0 = wr[0], *w1 = wr[1], *w2 = wr[2], *w3 = wr[3], *w4 = wr[4], *w5 = wr[5];
+    for (int64_t k = 0; k < len; k += 64) {
+        __mmask64 mk = tail_mask(len - k);
+        __m512i b0 = _mm512_maskz_loadu_epi8(mk, w0 + k), b1 = _mm512_maskz_loadu_epi8(mk, w1 + k);
+        __m512i b2 = _mm512_maskz_loadu_epi8(mk, w2 + k), b3 = _mm512_maskz_loadu_epi8(mk, w3 + k);
+        __m512i b4 = _mm512_maskz_loadu_epi8(mk, w4 + k), b5 = _mm512_maskz_loadu_epi8(mk, w5 + k);
+#define ROW(i)                                                   \
+    {                                                            \
+        __m512i x = _mm512_maskz_loadu_epi8(mk, u##i + k);       \
+        a##i##0 = _mm512_dpbusd_epi32(a##i##0, x, b0);           \
+        a##i##1 = _mm512_dpbusd_epi32(a##i##1, x, b1);           \
+        a##i##2 = _mm512_dpbusd_epi32(a##i##2, x, b2);           \
+        a##i##3 = _mm512_dpbusd_epi32(a##i##3, x, b3);           \
+        a##i##4 = _mm512_dpbusd_epi32(a##i##4, x, b4);           \
+        a##i##5 = _mm512_dpbusd_epi32(a##i##5, x, b5);           \
+    }
+        ROW(0) ROW(1) ROW(2) ROW(3)
+#undef ROW
+    }
+#define OUT(i)                                                                              \
+    o[i][0] = (uint32_t)_mm512_reduce_add_epi32(a##i##0), o[i][1] = (uint32_t)_mm512_reduce_add_epi32(a##i##1), \
+    o[i][2] = (uint32_t)_mm512_reduce_add_epi32(a##i##2), o[i][3] = (uint32_t)_mm512_reduce_add_epi32(a##i##3), \
+    o[i][4] = (uint32_t)_mm512_reduce_add_epi32(a##i##4), o[i][5] = (uint32_t)_mm512_reduce_add_epi32(a##i##5);
+    OUT(0) OUT(1) OUT(2) OUT(3)
+#undef OUT
+}
+
+V512_FN void int8mm_rows_avx512vnni(const qmm_i8job *j, int64_t n0, int64_t n1) {
+    const dl_weight *w = j->w;
+    const int64_t K = w->k, seg = w->scale_kind == WS_BLOCK ? w->bk : K, ld = w->ld;
+    const int block = w->scale_kind == WS_BLOCK, M = j->M;
+    /* per panel: running block sum f (block scales) or the whole-K dot a */
+    float *f = malloc((size_t)M * NB * sizeof(float));
+    int32_t *a = malloc((size_t)M * NB * sizeof(int32_t));
+    if (!f || !a || !j->xu) { /* no memory: the allocation-free kernel, same bits */
+        free(f), free(a);
+        int8mm_rows_avxvnni(j, n0, n1);
+        return;
+    }
+    for (int64_t nb0 = n0; nb0 < n1; nb0 += NB) {
+        const int64_t nb = n1 - nb0 < NB ? n1 - nb0 : NB;
+        for (int64_t i = 0; i < (int64_t)M * NB; i++) f[i] = 0.0f, a[i] = 0;
+        for (int64_t k0 = 0; k0 < K; k0 += seg) {
+            const int64_t len = K - k0 < seg ? K - k0 : seg;
+            uint32_t rs[NB];
+            for (int64_t r = 0; r < nb; r++)
+                rs[r] = 128u * (uint32_t)row_sum((const int8_t *)w->data + (nb0 + r) * ld + k0, len);
+            for (int m0 = 0; m0 < M; m0 += MR) {
+                const uint8_t *u[MR];
+                for (int i = 0; i < MR; i++)
+                    u[i] = j->xu + (int64_t)(m0 + i < M ? m0 + i : M - 1) * j->qld + k0;
+                for (int64_t r0 = 0; r0 < nb; r0 += NR) {
+                    const int8_t *wr[NR]; /* rows past the panel alias its last row */
+                    for (int r = 0; r < NR; r++)
+                        wr[r] = (const int8_t *)w->data + (nb0 + (r0 + r < nb ? r0 + r : nb - 1)) * ld + k0;
+                    uint32_t o[MR][NR];
+                    mk4x6(u, wr, len, o);
+                    for (int i = 0; i < MR && m0 + i < M; i++)
+                        for (int r = 0; r < NR && r0 + r < nb; r++) {
+                            int32_t d = (int32_t)(o[i][r] - rs[r0 + r]);
+                            int64_t q = (int64_t)(m0 + i) * NB + r0 + r;
+                            if (block) f[q] = blk_step(w, f[q], d, nb0 + r0 + r, k0);
+                            else a[q] = d;
+                        }
+                }
+            }
+        }
+        for (int m = 0; m < M; m++)
+            for (int64_t r = 0; r < nb; r++)
+                j->y[(int64_t)m * w->n + nb0 + r] =
+                    finish(j, nb0 + r, m, f[(int64_t)m * NB + r], a[(int64_t)m * NB + r]);
+    }
+    free(f), free(a);
+}
