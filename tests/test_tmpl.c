@@ -49,6 +49,8 @@ static void test_whitespace(void) {
     EXPECT("  {%+ if 1 %}k{% endif %}", NULL, "  k");
     EXPECT("a\r\nb{% if 1 %}\r\nc{% endif %}", NULL, "a\nbc");
     EXPECT("x {#- c -#}  y", NULL, "xy");
+    EXPECT("a {% raw %}{{ x }}{% if %}{% endraw %}\nb", NULL, "a {{ x }}{% if %}b");
+    EXPECT_ERR("{% raw %}never closed", NULL, "endraw");
 }
 
 static void test_values(void) {

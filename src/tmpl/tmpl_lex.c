@@ -227,6 +227,73 @@ static int lex_tag(lexer *L, int block, int *line_starting) {
     }
 }
 
+/* skip Python whitespace from i */
+static size_t skip_ws(const char *s, size_t n, size_t i) {
+    size_t w;
+    while ((w = ws_at(s, n, i))) i += w;
+    return i;
+}
+/* match "WORD\s*" then a block end at i; returns the position after the
+ * end and the end's sign ('-', '+' or 0) or 0 if it does not match */
+static size_t match_word_end(const char *s, size_t n, size_t i, const char *word, char *sign) {
+    size_t wl = strlen(word);
+    i = skip_ws(s, n, i);
+    if (i + wl > n || memcmp(s + i, word, wl)) return 0;
+    i = skip_ws(s, n, i + wl);
+    *sign = 0;
+    if (i < n && (s[i] == '-' || s[i] == '+')) *sign = s[i++];
+    if (i + 1 < n && s[i] == '%' && s[i + 1] == '}') return i + 2;
+    return 0;
+}
+
+/* {% raw %}...{% endraw %} starting with the tag body at `body`: emits the
+ * verbatim text and returns 1, or 0 if this tag is not `raw`, -1 on error.
+ * Like jinja2: no trim_blocks after `raw`, normal tag rules at `endraw`. */
+static int lex_raw(lexer *L, size_t body, int *line_starting) {
+    const char *s = L->s;
+    size_t n = L->n;
+    char sign;
+    size_t st = match_word_end(s, n, body, "raw", &sign);
+    if (!st || sign == '+') return 0;
+    if (sign == '-') st = skip_ws(s, n, st);
+    int content_line_start = st > 0 && s[st - 1] == '\n';
+    for (size_t p = st; p + 1 < n; p++) {
+        if (s[p] != '{' || s[p + 1] != '%') continue;
+        size_t q = p + 2;
+        char bsign = (q < n && (s[q] == '-' || s[q] == '+')) ? s[q] : 0;
+        char esign;
+        size_t e = match_word_end(s, n, q + (bsign ? 1 : 0), "endraw", &esign);
+        if (!e) continue;
+        size_t te = p;
+        if (bsign == '-') {
+            size_t w;
+            while ((w = ws_before(s, st, te))) te -= w;
+        } else if (bsign != '+') {
+            size_t lp = te;
+            while (lp > st && s[lp - 1] != '\n') lp--;
+            if (lp > st || content_line_start) {
+                size_t k = skip_ws(s, te, lp);
+                if (k == te) te = lp;
+            }
+        }
+        L->pos = st;
+        if (te > st && push(L, TK_TEXT, s + st, te - st)) return -1;
+        L->pos = e;
+        char last = '}';
+        if (esign == '-') {
+            size_t w;
+            while ((w = ws_at(s, n, L->pos))) { last = s[L->pos + w - 1]; L->pos += w; }
+        } else if (esign != '+' && L->pos < n && s[L->pos] == '\n') {
+            L->pos++;
+            last = '\n';
+        }
+        *line_starting = last == '\n';
+        return 1;
+    }
+    L->pos = body;
+    return lerr(L, "missing {% endraw %}");
+}
+
 int tl_lex(const char *src, size_t len, ttok **out, int *nout) {
     /* normalise \r\n and \r to \n, drop one trailing newline */
     char *s = malloc(len + 1);
@@ -286,6 +353,11 @@ int tl_lex(const char *src, size_t len, ttok **out, int *nout) {
             }
             line_starting = last == '\n';
             continue;
+        }
+        if (kind == '%') {
+            int r = lex_raw(&L, body, &line_starting);
+            if (r < 0) { rc = -1; break; }
+            if (r) continue;
         }
         if ((rc = push(&L, kind == '%' ? TK_BBEGIN : TK_VBEGIN, kind == '%' ? "{%" : "{{", 2))) break;
         L.pos = body;
