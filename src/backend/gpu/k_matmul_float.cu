@@ -13,49 +13,50 @@
  * the weight element as it is widened). Both orders are fixed, so results
  * are bitwise reproducible; they differ between the two paths (documented
  * in docs/gpu_backend.md). */
+#include <stdlib.h>
+
 #include "gpu_common.cuh"
 
 #define GEMV_WPB 4
 #define GEMV_U 2
 
-/* GEMV widening: bf16/f16/f32/int8 as the GEMM; fp8 by bit arithmetic into
- * fp16 (e5m2 is the top byte of an fp16; e4m3fn, subnormals included, is
- * an fp16 with the same bits shifted, times 2^8), then fp16 -> fp32. Exact
- * for every finite code (the e4m3fn NaN codes 0x7f/0xff read as +-480, never
- * present in checkpoints); no shared-memory table, so the loop is not bound
- * by table lookups. Returns the factor the partial sums must be multiplied by. */
+/* GEMV widening: bf16/f16/f32/int8 as the GEMM; fp8 by bit arithmetic
+ * straight into fp32 (no shared-memory table, no conversion instruction):
+ * the code's exponent and mantissa bits are placed in an fp32 whose exponent
+ * bias is 127, then one multiply by 2^120 (e4m3) or 2^112 (e5m2) rebiases
+ * it. Subnormal codes become fp32 subnormals first and come out exact too.
+ * Exact for every finite code (e4m3fn NaN codes read as +-480, e5m2 inf/NaN
+ * as large finite values; neither occurs in checkpoints). */
 template <int DT> struct dl_gv {
     static __device__ __forceinline__ void cvt16(uint4 r, float *f) { dl_wt<DT>::cvt16(r, f, nullptr); }
-    static constexpr float post = 1.0f;
 };
-static __device__ __forceinline__ void dl_e4m3x4_d256(uint32_t v, float *f) {
-    uint32_t lo = (v & 0xffu) | ((v & 0xff00u) << 8), hi = ((v >> 16) & 0xffu) | ((v >> 8) & 0xff0000u);
-    lo = ((lo & 0x00800080u) << 8) | ((lo & 0x007f007fu) << 7);
-    hi = ((hi & 0x00800080u) << 8) | ((hi & 0x007f007fu) << 7);
-    dl_f16x2(lo, f);
-    dl_f16x2(hi, f + 2);
-}
-static __device__ __forceinline__ void dl_e5m2x4(uint32_t v, float *f) {
-    dl_f16x2(((v & 0xffu) << 8) | ((v & 0xff00u) << 16), f);
-    dl_f16x2(((v >> 8) & 0xff00u) | (v & 0xff000000u), f + 2);
+template <int SH>
+static __device__ __forceinline__ void dl_fp8x4_f32(uint32_t v, float *f, float rebias) {
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        const uint32_t b = (v >> (8 * j)) & 0xffu;
+        f[j] = __uint_as_float(((b & 0x80u) << 24) | ((b & 0x7fu) << SH)) * rebias;
+    }
 }
 template <> struct dl_gv<DT_F8E4M3> {
     static __device__ __forceinline__ void cvt16(uint4 r, float *f) {
-        dl_e4m3x4_d256(r.x, f); dl_e4m3x4_d256(r.y, f + 4); dl_e4m3x4_d256(r.z, f + 8); dl_e4m3x4_d256(r.w, f + 12);
+        const float k = 0x1p120f;
+        dl_fp8x4_f32<20>(r.x, f, k); dl_fp8x4_f32<20>(r.y, f + 4, k);
+        dl_fp8x4_f32<20>(r.z, f + 8, k); dl_fp8x4_f32<20>(r.w, f + 12, k);
     }
-    static constexpr float post = 256.0f;
 };
 template <> struct dl_gv<DT_F8E5M2> {
     static __device__ __forceinline__ void cvt16(uint4 r, float *f) {
-        dl_e5m2x4(r.x, f); dl_e5m2x4(r.y, f + 4); dl_e5m2x4(r.z, f + 8); dl_e5m2x4(r.w, f + 12);
+        const float k = 0x1p112f;
+        dl_fp8x4_f32<21>(r.x, f, k); dl_fp8x4_f32<21>(r.y, f + 4, k);
+        dl_fp8x4_f32<21>(r.z, f + 8, k); dl_fp8x4_f32<21>(r.w, f + 12, k);
     }
-    static constexpr float post = 1.0f;
 };
 
 /* Rows per warp: M = 1 streams one row per warp (most bytes in flight);
  * larger M shares each activation load between R rows. */
 template <int DT, int MR> struct dl_gemv_rows {
-    static const int R = MR == 1 ? 1 : (dl_wt<DT>::VEC >= 16 ? 2 : (MR <= 4 ? 2 : 4));
+    static const int R = dl_wt<DT>::VEC >= 16 ? 2 : (MR == 1 ? 1 : 4);
 };
 
 template <int DT, int MR, int R>
@@ -100,7 +101,7 @@ __global__ void __launch_bounds__(GEMV_WPB *DL_WARP)
 #pragma unroll
                 for (int r = 0; r < R; r++) {
                     G::cvt16(raw[u][r], f[r]);
-                    s[r] = (blk ? srow[r][kk / w.bk] : 1.0f) * G::post;
+                    s[r] = blk ? srow[r][kk / w.bk] : 1.0f;
                 }
 #pragma unroll
                 for (int m = 0; m < MR; m++) {
@@ -316,11 +317,25 @@ extern "C" int gk_gemm_ok(const gk_weight *w) {
     return 1;
 }
 
-template <int DT, int MR>
-static void gemv_launch(cudaStream_t st, float *y, const float *x, const gk_weight *w) {
-    const int R = dl_gemv_rows<DT, MR>::R;
+/* Rows per warp (tuning knob DOTLM_GEMV_R1 / DOTLM_GEMV_RM for M = 1 / M > 1). */
+static int env_r(const char *name, int def) {
+    const char *e = getenv(name);
+    int v = e ? atoi(e) : def;
+    return (v == 1 || v == 2 || v == 4) ? v : def;
+}
+
+template <int DT, int MR, int R>
+static void gemv_go(cudaStream_t st, float *y, const float *x, const gk_weight *w) {
     dim3 grid((unsigned)DL_CDIV(w->n, GEMV_WPB * R)), block(GEMV_WPB * DL_WARP);
     dl_k_gemv_f<DT, MR, R><<<grid, block, 0, st>>>(y, x, *w);
+}
+
+template <int DT, int MR>
+static void gemv_launch(cudaStream_t st, float *y, const float *x, const gk_weight *w) {
+    static const int r = MR == 1 ? env_r("DOTLM_GEMV_R1", dl_gemv_rows<DT, 1>::R) : env_r("DOTLM_GEMV_RM", dl_gemv_rows<DT, MR>::R);
+    if (r == 4) gemv_go<DT, MR, 4>(st, y, x, w);
+    else if (r == 2 || MR > 1) gemv_go<DT, MR, 2>(st, y, x, w);
+    else gemv_go<DT, MR, 1>(st, y, x, w);
 }
 
 template <int DT>

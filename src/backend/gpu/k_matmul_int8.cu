@@ -8,6 +8,8 @@
  * vectors (4 dp4a words) against all M quantized rows. GEMM: 128x128 tiles,
  * BK = 32 bytes (8 words), 256 threads with 8x8 outputs, double-buffered
  * shared memory (words stored k-major so the inner loop reads 16 bytes). */
+#include <stdlib.h>
+
 #include "gpu_common.cuh"
 
 #define I8_WPB 4
@@ -169,11 +171,24 @@ extern "C" int gk_int8_gemm_ok(const gk_weight *w) {
     return !((uintptr_t)w->data & 15) && w->ld % 16 == 0 && w->k % (IBW * 4) == 0;
 }
 
-template <int MR>
-static void i8_gemv_launch(cudaStream_t st, float *y, const int8_t *xq, const float *xs, const gk_weight *w, int kp) {
-    const int R = MR == 1 ? 1 : 2;
+template <int MR, int R>
+static void i8_go(cudaStream_t st, float *y, const int8_t *xq, const float *xs, const gk_weight *w, int kp) {
     dim3 grid((unsigned)DL_CDIV(w->n, I8_WPB * R)), block(I8_WPB * DL_WARP);
     dl_k_i8_gemv<MR, R><<<grid, block, 0, st>>>(y, xq, xs, *w, kp);
+}
+
+/* Rows per warp: tuning knob DOTLM_I8_R1 / DOTLM_I8_RM (1, 2 or 4). */
+template <int MR>
+static void i8_gemv_launch(cudaStream_t st, float *y, const int8_t *xq, const float *xs, const gk_weight *w, int kp) {
+    static int r = -1;
+    if (r < 0) {
+        const char *e = getenv(MR == 1 ? "DOTLM_I8_R1" : "DOTLM_I8_RM");
+        r = e ? atoi(e) : (MR == 1 ? 1 : 2);
+        if (r != 1 && r != 2 && r != 4) r = 2;
+    }
+    if (r == 4) i8_go<MR, 4>(st, y, xq, xs, w, kp);
+    else if (r == 2 || MR > 1) i8_go<MR, 2>(st, y, xq, xs, w, kp);
+    else i8_go<MR, 1>(st, y, xq, xs, w, kp);
 }
 
 extern "C" void gk_int8_gemv(void *s, float *y, const int8_t *xq, const float *xs, const gk_weight *w,
