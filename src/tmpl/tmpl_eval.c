@@ -439,6 +439,27 @@ static json_t *global_fn(rs *st, const char *name) {
     return NULL;
 }
 
+/* jinja2 tries getattr before the item: `d.items` on a dict is the bound
+ * method (truthy, not the "items" key), as are the other dict methods. */
+static int is_dict_method(const char *name) {
+    static const char *const M[] = {"items", "keys", "values", "get", "pop", "popitem", "copy", "update",
+                                    "setdefault", "clear", "fromkeys", NULL};
+    for (int i = 0; M[i]; i++)
+        if (!strcmp(name, M[i])) return 1;
+    return 0;
+}
+static json_t *method_value(rs *st) {
+    json_t **slot = &st->gfn[7];
+    if (!*slot) {
+        json_t *o = json_object();
+        if (!o || add_special(st, o, SP_FUNC, NULL)) { json_decref(o); return NULL; }
+        st->sp[st->nsp - 1].fname = "<method>";
+        *slot = o;
+        json_decref(o);
+    }
+    return json_incref(*slot);
+}
+
 static json_t *ev_call(rs *st, const tnode *n) {
     const tnode *cal = n->k[0];
     json_t **args = NULL, *r = NULL;
@@ -524,8 +545,11 @@ static json_t *ev(rs *st, const tnode *n) {
         if (st->err) return NULL;
         if (!a) return undefined_node(st, n->k[0], "an object whose attribute is read");
         if (json_is_object(a)) {
-            r = json_object_get(a, n->name);
-            if (r) json_incref(r);
+            if (!rs_special(st, a) && is_dict_method(n->name)) r = method_value(st);
+            else {
+                r = json_object_get(a, n->name);
+                if (r) json_incref(r);
+            }
         }
         json_decref(a);
         return r;

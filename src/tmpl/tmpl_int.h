@@ -97,7 +97,7 @@ typedef struct {
     tspecial *sp;      /* registry of namespaces, macros, tuples (holds refs) */
     int nsp, capsp;
     json_t *spmap;     /* "%p" of a registered object -> index into sp */
-    json_t *gfn[8];    /* value objects of the global functions, made on first use */
+    json_t *gfn[8];    /* values of the global functions ([0..4]) and of a dict method ([7]), made on first use */
     json_t *undef;     /* marker stored in scopes for an assigned Undefined */
     long steps;        /* loop iterations so far */
     int depth;         /* macro call depth */

@@ -425,6 +425,8 @@ SNIPPETS = [
     "{% raw +%}\nk{%+ endraw %}",
     "{% raw %}open",
     "{{ strftime_now('%Y') | length }}",
+    "{% set p = {'type': 'array', 'items': {'type': 'string'}} %}{{ p.items is defined }} {{ p['items'] }} {% if p.keys %}k{% endif %}{{ p.get('type') }} {{ {'a': 1}.values is defined }}",
+    "{{ {'items': 1}.items | tojson }}",
     "{{ raise_exception is defined }} {{ strftime_now is callable }} {{ namespace is defined }} {{ nofn is defined }} {% set f = namespace %}{% set n = f(a=1) %}{{ n.a }} {{ range(3) | list }}",
     "{% macro f() %}x{% endmacro %}{{ f is defined }} {{ f() ~ f() }}",
     "{{ 'é' < 'z' }} {{ 'Z' < 'a' }} {{ [1, 'a'] == [1, 'a'] }} {{ 1 in [1.0] }} {{ true in [1] }}",
