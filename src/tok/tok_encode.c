@@ -128,7 +128,7 @@ int32_t tok_find(const tok_tokenizer *t, const char *piece) {
 }
 
 int tok_is_special(const tok_tokenizer *t, int32_t id) {
-    return id >= 0 && id < t->nids && t->added_kind[id] == 2;
+    return id >= 0 && id < t->nids && t->added_kind[id] >= 2;
 }
 
 int32_t tok_bos_id(const tok_tokenizer *t) { return t->bos_id; }

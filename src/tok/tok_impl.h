@@ -106,7 +106,8 @@ struct tok_tokenizer {
     int vsize;  /* max id + 1 over vocab and added tokens */
     char **piece;         /* [nids] token string by id (NULL for holes) */
     uint32_t *piece_len;  /* [nids] */
-    uint8_t *added_kind;  /* [nids] 0 normal, 1 added, 2 added+special */
+    uint8_t *added_kind;  /* [nids] 0 normal, 1 added, 2 added+special, 3 special
+                           * that HF's skip_special keeps (normalized text differs) */
     char *arena;          /* vocab strings storage */
     tok_smap vocab;       /* model vocab */
     tok_smap added_map;   /* added token content -> id */

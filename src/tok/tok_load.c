@@ -215,6 +215,13 @@ static int finish_added(tok_tokenizer *t) {
         if (tok_normalize(t, a->content, a->len, &norm, &nn) < 0) return -1;
         a->content = norm;
         a->len = (uint32_t)nn;
+        /* HF keeps the normalized form as the token's text (what decode shows);
+         * when that differs from the original, its skip_special no longer
+         * recognizes the token as special (kind 3: special, never skipped) */
+        int changed = nn != a->orig_len || memcmp(norm, a->orig, nn);
+        if (set_piece(t, a->id, a->content, a->len, a->special ? (changed ? 3 : 2) : 1) < 0 ||
+            tok_smap_put(&t->added_map, a->content, a->len, a->id) < 0)
+            return -1;
     }
     qsort(t->added, (size_t)t->nadded, sizeof *t->added, cmp_added_len);
     return 0;

@@ -130,6 +130,13 @@ def check_variants(Tokenizer, corpus):
             bad = [s for s, line in zip(sub, lines) if [int(x) for x in line.split()] != hf.encode(s, add_special_tokens=False).ids]
             check(r.returncode == 0 and len(lines) == len(sub) and not bad,
                   f"variant {name}: rc {r.returncode} {r.stderr.decode()[:200]} {len(bad)} mismatches {bad[:2]!r}")
+            if name == "added_flags":  # decode around added tokens with non-ASCII content
+                rng = random.Random(7)
+                added = [hf.token_to_id(t["content"]) for t in j["added_tokens"][-6:]]
+                lists = [[rng.choice(added) if rng.random() < 0.3 else rng.randrange(256)
+                          for _ in range(rng.randint(1, 10))] for _ in range(300)]
+                compare_decode(name, d, hf, lists, False)
+                compare_decode(name, d, hf, lists, True)
     print(f"variants: {len(variants(base))} modified tokenizers checked")
 
 
