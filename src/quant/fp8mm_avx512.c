@@ -152,8 +152,142 @@ static inline float scale_load(const dl_weight *w, int64_t i) {
     return f16_to_f32(((const uint16_t *)w->scale)[i]);
 }
 
+/* 32 codes -> 32 fp16 bit patterns (e4m3: w * 2^-8 with NaN codes left
+ * finite, callers check for them; e5m2: exact incl. NaN / inf). The
+ * sign-extended code shifted left by 7 has the sign on bits 15 and 14;
+ * clearing bit 14 gives the AVX2 kernel's bits for every non-NaN code. */
+X512_FN static inline __m512i words32(dl_dtype dt, __m256i c) {
+    __m512i v = _mm512_cvtepi8_epi16(c);
+    if (dt == DT_F8E5M2) return _mm512_slli_epi16(v, 8);
+    return _mm512_and_si512(_mm512_slli_epi16(v, 7), _mm512_set1_epi16((short)0xbfff));
+}
+
+/* a_p holds outputs (2p | 2p+1), p < 4; returns them in lanes 0..7 (lanes
+ * 8..15 repeat them), each reduced by the same tree as reduce8. */
+X512_FN static inline __m512 reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
+#define Q(a, b) _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x88), _mm512_shuffle_f32x4(a, b, 0xdd))
+    __m512 z01 = Q(a0, a1), z23 = Q(a2, a3);
+#undef Q
+    __m512 t = _mm512_add_ps(_mm512_shuffle_ps(z01, z23, 0x44), _mm512_shuffle_ps(z01, z23, 0xee));
+    __m512 r = _mm512_add_ps(_mm512_shuffle_ps(t, t, 0x88), _mm512_shuffle_ps(t, t, 0xdd));
+    /* 128-bit lane L = [row L, row L+4, row L, row L+4] */
+    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 4, 8, 12, 1, 5, 9, 13), r);
+}
+
+/* M = 1: segment dots of x[0, len) with 8 weight rows r[0..7] (codes at the
+ * segment start), widened in registers, two rows per zmm: per output the
+ * FMA sequence of the widened-buffer kernels (ceil(len / 8) FMAs in k
+ * order, the last chunk zero-padded). Returns 1 (and leaves *p undefined)
+ * when an e4m3 NaN code was met: the caller recomputes with the exact
+ * widening. */
+X512_FN static inline int gemv8_t(dl_dtype dt, const uint8_t *const *r, const float *x, int64_t len,
+                                  __m512 *p) {
+    __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
+    __m256i mx = _mm256_setzero_si256();
+    const __m256i hb = _mm256_set1_epi8((char)0x80);
+    const uint8_t *r0 = r[0], *r1 = r[1], *r2 = r[2], *r3 = r[3], *r4 = r[4], *r5 = r[5],
+                  *r6 = r[6], *r7 = r[7];
+    int64_t k = 0;
+    /* one row pair, 32 codes each: chunks 0..3 of 8 go to the accumulator
+     * in k order; FULL = 0 masks the codes and skips chunks past len */
+#define PAIR(acc, ra, rb, FULL)                                                                    {                                                                                                  __m256i a = FULL ? _mm256_loadu_si256((const __m256i *)(ra + k))                                                : _mm256_maskz_loadu_epi8(mk, ra + k);                                        __m256i b = FULL ? _mm256_loadu_si256((const __m256i *)(rb + k))                                                : _mm256_maskz_loadu_epi8(mk, rb + k);                                        if (dt == DT_F8E4M3)                                                                               mx = _mm256_max_epu8(mx, _mm256_max_epu8(_mm256_or_si256(a, hb), _mm256_or_si256(b, hb)));         __m512i wl = words32(dt, _mm256_unpacklo_epi64(a, b));                                         __m512i wh = words32(dt, _mm256_unpackhi_epi64(a, b));                                         acc = _mm512_fmadd_ps(x0, _mm512_cvtph_ps(_mm512_castsi512_si256(wl)), acc);                   if (FULL || rem > 8) acc = _mm512_fmadd_ps(x1, _mm512_cvtph_ps(_mm512_castsi512_si256(wh)), acc);         if (FULL || rem > 16)                                                                              acc = _mm512_fmadd_ps(x2, _mm512_cvtph_ps(_mm512_extracti64x4_epi64(wl, 1)), acc);         if (FULL || rem > 24)                                                                              acc = _mm512_fmadd_ps(x3, _mm512_cvtph_ps(_mm512_extracti64x4_epi64(wh, 1)), acc);     }
+    for (; k + 32 <= len; k += 32) {
+        const int64_t rem = 32;
+        const __mmask32 mk = ~(__mmask32)0;
+        (void)rem, (void)mk;
+        __m512 x0 = _mm512_broadcast_f32x8(_mm256_loadu_ps(x + k));
+        __m512 x1 = _mm512_broadcast_f32x8(_mm256_loadu_ps(x + k + 8));
+        __m512 x2 = _mm512_broadcast_f32x8(_mm256_loadu_ps(x + k + 16));
+        __m512 x3 = _mm512_broadcast_f32x8(_mm256_loadu_ps(x + k + 24));
+        PAIR(c0, r0, r1, 1) PAIR(c1, r2, r3, 1) PAIR(c2, r4, r5, 1) PAIR(c3, r6, r7, 1)
+    }
+    if (k < len) {
+        const int64_t rem = len - k;
+        const __mmask32 mk = (__mmask32)(((uint64_t)1 << rem) - 1);
+#define XC(i) \
+    _mm512_broadcast_f32x8(_mm256_maskz_loadu_ps(rem > 8 * i ? (__mmask8)(rem - 8 * i >= 8 ? 0xff : (1u << (rem - 8 * i)) - 1) : 0, x + k + 8 * i))
+        __m512 x0 = XC(0), x1 = XC(1), x2 = XC(2), x3 = XC(3);
+#undef XC
+        PAIR(c0, r0, r1, 0) PAIR(c1, r2, r3, 0) PAIR(c2, r4, r5, 0) PAIR(c3, r6, r7, 0)
+    }
+#undef PAIR
+    if (dt == DT_F8E4M3 && _mm256_cmpeq_epi8_mask(mx, _mm256_set1_epi8((char)0xff))) return 1;
+    *p = reduce4(c0, c1, c2, c3);
+    return 0;
+}
+
+X512_FN static int gemv8(dl_dtype dt, const uint8_t *const *r, const float *x, int64_t len,
+                         __m512 *p) {
+    return dt == DT_F8E4M3 ? gemv8_t(DT_F8E4M3, r, x, len, p) : gemv8_t(DT_F8E5M2, r, x, len, p);
+}
+
+/* M = 1 over output rows [n0, n1) (fp8 dtypes): 8-row tiles through all
+ * segments; a tile segment holding an e4m3 NaN code goes through the
+ * widened buffer (exact NaN widening) and mk2x8 instead, same bits otherwise. */
+X512_FN static int gemv_rows(const qmm_f32job *j, int64_t n0, int64_t n1) {
+    const dl_weight *w = j->w;
+    const int64_t K = w->k, seg = j->seg, nseg = (K + seg - 1) / seg;
+    const int64_t nchm = (seg + 15) / 16 * 2, ps = nchm * 16;
+    const int block = w->scale_kind == WS_BLOCK;
+    const float us = w->dtype == DT_F8E4M3 ? 256.0f : 1.0f;
+    float *wbuf = NULL, *xbuf = NULL; /* allocated on the first NaN code */
+    for (int64_t nb0 = n0; nb0 < n1; nb0 += NT) {
+        const int64_t nb = n1 - nb0 < NT ? n1 - nb0 : NT;
+        const uint8_t *rows[NT];
+        for (int64_t r = 0; r < NT; r++) /* missing rows alias row 0; dropped */
+            rows[r] = (const uint8_t *)w->data + (nb0 + (r < nb ? r : 0)) * w->ld;
+        __m256 acc = _mm256_setzero_ps();
+        int64_t sidx[NT]; /* block layout: scale index of row r, segment g = sidx[r] + g */
+        for (int64_t r = 0; block && r < NT; r++) sidx[r] = (nb0 + (r < nb ? r : 0)) / w->bn * nseg;
+        for (int64_t g = 0; g < nseg; g++) {
+            const int64_t k0 = g * seg, len = K - k0 < seg ? K - k0 : seg;
+            const uint8_t *rk[NT];
+            for (int r = 0; r < NT; r++) rk[r] = rows[r] + k0;
+            __m512 p;
+            if (gemv8(w->dtype, rk, j->x + k0, len, &p)) {
+                if (!wbuf) {
+                    wbuf = aligned_alloc(64, (size_t)(NT / 2 * ps) * sizeof(float));
+                    xbuf = aligned_alloc(64, (size_t)(nchm * 8) * sizeof(float));
+                    if (!wbuf || !xbuf) {
+                        free(wbuf), free(xbuf);
+                        return -1;
+                    }
+                }
+                const int64_t nch = (len + 7) / 8, nch2 = (len + 15) / 16 * 2;
+                for (int r = 0; r < NT; r++) widen_pair(w->dtype, rk[r], len, nch2, wbuf + r / 2 * ps, r & 1);
+                memcpy(xbuf, j->x + k0, (size_t)len * sizeof(float));
+                memset(xbuf + len, 0, (size_t)(nch * 8 - len) * sizeof(float));
+                const float *xr[2] = {xbuf, xbuf};
+                mk2x8(xr, wbuf, ps, nch, &p);
+            }
+            __m256 t = _mm256_mul_ps(_mm512_castps512_ps256(p), _mm256_set1_ps(us));
+            if (j->xs_mode == 2) t = _mm256_mul_ps(t, _mm256_set1_ps(j->xs[g]));
+            if (block) {
+                float sb[NT] __attribute__((aligned(32)));
+                for (int64_t r = 0; r < NT; r++) sb[r] = scale_load(w, sidx[r] + g);
+                t = _mm256_mul_ps(t, _mm256_load_ps(sb));
+            }
+            acc = _mm256_add_ps(acc, t);
+        }
+        float a[NT] __attribute__((aligned(32)));
+        _mm256_store_ps(a, acc);
+        for (int64_t r = 0; r < nb; r++) {
+            int64_t n = nb0 + r;
+            float v = a[r];
+            if (j->xs_mode == 1) v = v * j->xs[0];
+            if (!block) v = v * w_scale_at(w, n, 0);
+            if (w->bias) v += w_bias_at(w, n);
+            j->y[n] = v;
+        }
+    }
+    free(wbuf), free(xbuf);
+    return 0;
+}
+
 X512_FN int fp8mm_rows_avx512(const qmm_f32job *j, int64_t n0, int64_t n1) {
     const dl_weight *w = j->w;
+    if (j->M == 1 && w->dtype != DT_I8) return gemv_rows(j, n0, n1);
+    if (j->M == 1) return fp8mm_rows_avx2(j, n0, n1);
     const int64_t K = w->k, seg = j->seg, nseg = (K + seg - 1) / seg;
     const int64_t nchm = (seg + 15) / 16 * 2;  /* chunks of 8 per segment, even */
     const int64_t ps = nchm * 16;              /* floats per row pair */

@@ -15,7 +15,7 @@
 #include "quant/qmatmul.h"
 
 static kreg_kernel K_I8_V512 = KREG_KERNEL("cpu.qmm.int8.avx512vnni", "W8A8 int8 dot, AVX-512 VNNI 4x6 tiles (M >= 2)");
-static kreg_kernel K_F8_512 = KREG_KERNEL("cpu.qmm.fp8.avx512", "fp8 weights, AVX-512 6x8 register tiles (M >= 2)");
+static kreg_kernel K_F8_512 = KREG_KERNEL("cpu.qmm.fp8.avx512", "fp8 weights, AVX-512: 6x8 register tiles (M >= 2), 8-row zmm GEMV (M = 1)");
 static kreg_kernel K_WO_512 = KREG_KERNEL("cpu.qmm.i8wo.avx512", "int8 weights x fp32 activations, AVX-512 tiles (M >= 2)");
 static kreg_kernel K_I8_VNNI = KREG_KERNEL("cpu.qmm.int8.avxvnni", "W8A8 int8 dot, AVX-VNNI vpdpbusd");
 static kreg_kernel K_I8_AVX2 = KREG_KERNEL("cpu.qmm.int8.avx2", "W8A8 int8 dot, AVX2 maddubs/madd");
@@ -222,7 +222,8 @@ static int qmm_run(float *y, const float *x, const dl_weight *w, int M, tpool *t
     }
     c.fj = &j;
     int i8 = w->dtype == DT_I8;
-    if (big && cf.avx512 && kreg_use(i8 ? &K_WO_512 : &K_F8_512)) c.kind = 3;
+    /* fp8: the AVX-512 kernel for every M (its own M = 1 GEMV); i8wo: M >= 2 */
+    if (!force_ref && (big || !i8) && cf.avx512 && kreg_use(i8 ? &K_WO_512 : &K_F8_512)) c.kind = 3;
     else if (i8) c.kind = pick(&K_WO_AVX2, &K_WO_REF, avx2, force_ref);
     else c.kind = pick(&K_F8_AVX2, &K_F8_REF, avx2, force_ref);
     run_tasks(tp, w->n, run_f32, &c);
