@@ -464,7 +464,6 @@ static const char *const END_SET[] = {"endset", NULL};
 static const char *const END_MACRO[] = {"endmacro", NULL};
 static const char *const END_GEN[] = {"endgeneration", NULL};
 static const char *const END_FILTER[] = {"endfilter", NULL};
-static const char *const END_CALL[] = {"endcall", NULL};
 
 static tnode *p_if(parser *P, int line) {
     tnode *n = nn(S_IF, line);
@@ -605,7 +604,6 @@ static tnode *p_stmt(parser *P) {
         return n;
     }
     if (!strcmp(kw, "call")) {
-        (void)END_CALL;
         P->i--;
         perr(P, "'call' blocks are not supported");
         return NULL;

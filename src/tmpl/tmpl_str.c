@@ -61,7 +61,7 @@ json_t *ts_strip(const char *s, size_t n, const char *chars, size_t nchars, int 
         while (a < z) {
             size_t j = a;
             int cp = tu_decode(s, z, &j);
-            if (!in_set(cp, set, nset) || (!chars && 0)) break;
+            if (!in_set(cp, set, nset)) break;
             a = j;
         }
     if (right)
