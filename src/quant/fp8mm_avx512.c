@@ -27,6 +27,9 @@
 #define MR 6  /* activation rows per tile */
 #define NT 8  /* weight rows per tile (4 pairs) */
 
+/* 64-byte aligned allocation (aligned_alloc wants a size multiple of 64). */
+static void *amalloc(size_t n) { return aligned_alloc(64, (n + 63) / 64 * 64); }
+
 /* 16 codes -> 16 fp16 bit patterns, as in fp8mm_avx2.c (e4m3 scaled by 2^-8,
  * NaN codes NaN); int8 is converted directly by the caller. */
 X512_FN static inline __m256i f16_bits(dl_dtype dt, __m128i c) {
@@ -190,7 +193,25 @@ X512_FN static inline int gemv8_t(dl_dtype dt, const uint8_t *const *r, const fl
     int64_t k = 0;
     /* one row pair, 32 codes each: chunks 0..3 of 8 go to the accumulator
      * in k order; FULL = 0 masks the codes and skips chunks past len */
-#define PAIR(acc, ra, rb, FULL)                                                                    {                                                                                                  __m256i a = FULL ? _mm256_loadu_si256((const __m256i *)(ra + k))                                                : _mm256_maskz_loadu_epi8(mk, ra + k);                                        __m256i b = FULL ? _mm256_loadu_si256((const __m256i *)(rb + k))                                                : _mm256_maskz_loadu_epi8(mk, rb + k);                                        if (dt == DT_F8E4M3)                                                                               mx = _mm256_max_epu8(mx, _mm256_max_epu8(_mm256_or_si256(a, hb), _mm256_or_si256(b, hb)));         __m512i wl = words32(dt, _mm256_unpacklo_epi64(a, b));                                         __m512i wh = words32(dt, _mm256_unpackhi_epi64(a, b));                                         acc = _mm512_fmadd_ps(x0, _mm512_cvtph_ps(_mm512_castsi512_si256(wl)), acc);                   if (FULL || rem > 8) acc = _mm512_fmadd_ps(x1, _mm512_cvtph_ps(_mm512_castsi512_si256(wh)), acc);         if (FULL || rem > 16)                                                                              acc = _mm512_fmadd_ps(x2, _mm512_cvtph_ps(_mm512_extracti64x4_epi64(wl, 1)), acc);         if (FULL || rem > 24)                                                                              acc = _mm512_fmadd_ps(x3, _mm512_cvtph_ps(_mm512_extracti64x4_epi64(wh, 1)), acc);     }
+#define PAIR(acc, ra, rb, FULL)                                                            \
+    {                                                                                      \
+        __m256i a = FULL ? _mm256_loadu_si256((const __m256i *)(ra + k))                   \
+                         : _mm256_maskz_loadu_epi8(mk, ra + k);                            \
+        __m256i b = FULL ? _mm256_loadu_si256((const __m256i *)(rb + k))                   \
+                         : _mm256_maskz_loadu_epi8(mk, rb + k);                            \
+        if (dt == DT_F8E4M3)                                                               \
+            mx = _mm256_max_epu8(                                                          \
+                mx, _mm256_max_epu8(_mm256_or_si256(a, hb), _mm256_or_si256(b, hb)));      \
+        __m512i wl = words32(dt, _mm256_unpacklo_epi64(a, b));                             \
+        __m512i wh = words32(dt, _mm256_unpackhi_epi64(a, b));                             \
+        acc = _mm512_fmadd_ps(x0, _mm512_cvtph_ps(_mm512_castsi512_si256(wl)), acc);       \
+        if (FULL || rem > 8)                                                               \
+            acc = _mm512_fmadd_ps(x1, _mm512_cvtph_ps(_mm512_castsi512_si256(wh)), acc);   \
+        if (FULL || rem > 16)                                                              \
+            acc = _mm512_fmadd_ps(x2, _mm512_cvtph_ps(_mm512_extracti64x4_epi64(wl, 1)), acc); \
+        if (FULL || rem > 24)                                                              \
+            acc = _mm512_fmadd_ps(x3, _mm512_cvtph_ps(_mm512_extracti64x4_epi64(wh, 1)), acc); \
+    }
     for (; k + 32 <= len; k += 32) {
         const int64_t rem = 32;
         const __mmask32 mk = ~(__mmask32)0;
@@ -246,8 +267,8 @@ X512_FN static int gemv_rows(const qmm_f32job *j, int64_t n0, int64_t n1) {
             __m512 p;
             if (gemv8(w->dtype, rk, j->x + k0, len, &p)) {
                 if (!wbuf) {
-                    wbuf = aligned_alloc(64, (size_t)(NT / 2 * ps) * sizeof(float));
-                    xbuf = aligned_alloc(64, (size_t)(nchm * 8) * sizeof(float));
+                    wbuf = amalloc((size_t)(NT / 2 * ps) * sizeof(float));
+                    xbuf = amalloc((size_t)(nchm * 8) * sizeof(float));
                     if (!wbuf || !xbuf) {
                         free(wbuf), free(xbuf);
                         return -1;
@@ -294,16 +315,21 @@ X512_FN int fp8mm_rows_avx512(const qmm_f32job *j, int64_t n0, int64_t n1) {
     const int block = w->scale_kind == WS_BLOCK, M = j->M;
     const int64_t pan = M <= 8 ? NT : NB;
     const float us = j->w->dtype == DT_F8E4M3 ? 256.0f : 1.0f;
-    float *wbuf = aligned_alloc(64, (size_t)(pan / 2 * ps) * sizeof(float));
-    float *xbuf = aligned_alloc(64, (size_t)M * (size_t)(nchm * 8) * sizeof(float));
-    float *acc = aligned_alloc(64, (size_t)M * (size_t)pan * sizeof(float));
+    /* acc: per pair of activation rows q and 8-row tile t, 16 floats
+     * [row 2q: 8 outputs | row 2q+1: 8 outputs] (M rounded up to even; an odd
+     * last row's duplicate lands in the padding) */
+    const int64_t Mp = (M + 1) / 2 * 2, ntl = pan / NT;
+#define ACC_AT(m, r) (((int64_t)(m) / 2 * ntl + (r) / NT) * 16 + ((m) & 1) * 8 + (r) % NT)
+    float *wbuf = amalloc((size_t)(pan / 2 * ps) * sizeof(float));
+    float *xbuf = amalloc((size_t)M * (size_t)(nchm * 8) * sizeof(float));
+    float *acc = amalloc((size_t)Mp * (size_t)pan * sizeof(float));
     if (!wbuf || !xbuf || !acc) {
         free(wbuf), free(xbuf), free(acc);
         return -1;
     }
     for (int64_t nb0 = n0; nb0 < n1; nb0 += pan) {
         const int64_t nb = n1 - nb0 < pan ? n1 - nb0 : pan, nbt = (nb + NT - 1) / NT * NT;
-        memset(acc, 0, (size_t)M * (size_t)pan * sizeof(float));
+        memset(acc, 0, (size_t)Mp * (size_t)pan * sizeof(float));
         int64_t sidx[NB];
         for (int64_t r = 0; block && r < nb; r++) sidx[r] = (nb0 + r) / w->bn * nseg;
         for (int64_t g = 0; g < nseg; g++) {
@@ -324,28 +350,34 @@ X512_FN int fp8mm_rows_avx512(const qmm_f32job *j, int64_t n0, int64_t n1) {
                 memcpy(xd, j->x + (int64_t)m * K + k0, (size_t)len * sizeof(float));
                 memset(xd + len, 0, (size_t)(nch * 8 - len) * sizeof(float));
             }
+            const __m512 usv = _mm512_set1_ps(us);
             for (int m0 = 0; m0 < M;) {
                 /* 6-row tiles, then 2-row tiles; an odd last row is paired
-                 * with itself and the copy dropped */
+                 * with itself */
                 const int mr = M - m0 >= MR ? MR : 2;
                 const float *xr[MR];
+                __m512 xsv[MR / 2]; /* xs_mode 2: [xs(row 2q) x 8 | xs(row 2q+1) x 8] */
                 for (int i = 0; i < mr; i++) {
                     int m = m0 + i < M ? m0 + i : M - 1;
                     xr[i] = xbuf + (int64_t)m * nch * 8;
+                }
+                for (int q = 0; j->xs_mode == 2 && q < mr / 2; q++) {
+                    int ma = m0 + 2 * q, mb = ma + 1 < M ? ma + 1 : M - 1;
+                    xsv[q] = _mm512_insertf32x8(_mm512_set1_ps(j->xs[(int64_t)ma * nseg + g]),
+                                                _mm256_set1_ps(j->xs[(int64_t)mb * nseg + g]), 1);
                 }
                 for (int64_t r0 = 0; r0 < nbt; r0 += NT) {
                     __m512 p[3];
                     if (mr == MR) mk6x8(xr, wbuf + r0 / 2 * ps, ps, nch, p);
                     else mk2x8(xr, wbuf + r0 / 2 * ps, ps, nch, p);
-                    for (int i = 0; i < mr && m0 + i < M; i++) {
-                        int m = m0 + i;
-                        __m256 t = (i & 1) ? _mm512_extractf32x8_ps(p[i / 2], 1)
-                                           : _mm512_castps512_ps256(p[i / 2]);
-                        t = _mm256_mul_ps(t, _mm256_set1_ps(us));
-                        if (j->xs_mode == 2) t = _mm256_mul_ps(t, _mm256_set1_ps(j->xs[(int64_t)m * nseg + g]));
-                        if (block) t = _mm256_mul_ps(t, _mm256_load_ps(sb + r0));
-                        float *ar = acc + (int64_t)m * pan + r0;
-                        _mm256_store_ps(ar, _mm256_add_ps(_mm256_load_ps(ar), t));
+                    const __m512 sbv = _mm512_broadcast_f32x8(_mm256_load_ps(sb + r0));
+                    for (int q = 0; q < mr / 2; q++) {
+                        /* per output: t = p * us [* xs] [* s_block]; acc += t */
+                        __m512 t = _mm512_mul_ps(p[q], usv);
+                        if (j->xs_mode == 2) t = _mm512_mul_ps(t, xsv[q]);
+                        if (block) t = _mm512_mul_ps(t, sbv);
+                        float *ar = acc + ACC_AT(m0 + 2 * q, r0);
+                        _mm512_store_ps(ar, _mm512_add_ps(_mm512_load_ps(ar), t));
                     }
                 }
                 m0 += mr;
@@ -356,7 +388,7 @@ X512_FN int fp8mm_rows_avx512(const qmm_f32job *j, int64_t n0, int64_t n1) {
             float s_end = block ? 1.0f : w_scale_at(w, n, 0);
             float b = w->bias ? w_bias_at(w, n) : 0.0f;
             for (int m = 0; m < M; m++) {
-                float v = acc[(int64_t)m * pan + r];
+                float v = acc[ACC_AT(m, r)];
                 if (j->xs_mode == 1) v = v * j->xs[m];
                 if (!block) v = v * s_end;
                 if (w->bias) v += b;
@@ -364,6 +396,7 @@ X512_FN int fp8mm_rows_avx512(const qmm_f32job *j, int64_t n0, int64_t n1) {
             }
         }
     }
+#undef ACC_AT
     free(wbuf), free(xbuf), free(acc);
     return 0;
 }

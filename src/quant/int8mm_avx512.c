@@ -38,12 +38,22 @@ V512_FN static inline __mmask64 tail_mask(int64_t rem) {
     return rem >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << rem) - 1);
 }
 
+/* Sum of the 16 int32 lanes modulo 2^32 (vector adds wrap; the compiler's
+ * reduce helper adds in C int, whose overflow is undefined). */
+V512_FN static inline uint32_t hsum_u32(__m512i v) {
+    __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return (uint32_t)_mm_cvtsi128_si32(s);
+}
+
 /* s = sum of w[0, len) (signed bytes), exact. */
 V512_FN static int32_t row_sum(const int8_t *w, int64_t len) {
     __m512i a = _mm512_setzero_si512(), one = _mm512_set1_epi8(1);
     for (int64_t k = 0; k < len; k += 64)
         a = _mm512_dpbusd_epi32(a, one, _mm512_maskz_loadu_epi8(tail_mask(len - k), w + k));
-    return _mm512_reduce_add_epi32(a);
+    return (int32_t)hsum_u32(a);
 }
 
 /* o[i][r] = sum over k < len of u_i[k] * w_r[k] (mod 2^32), i < 4, r < 6. */
@@ -75,10 +85,9 @@ V512_FN static void mk4x6(const uint8_t *const *u, const int8_t *const *wr, int6
         ROW(0) ROW(1) ROW(2) ROW(3)
 #undef ROW
     }
-#define OUT(i)                                                                              \
-    o[i][0] = (uint32_t)_mm512_reduce_add_epi32(a##i##0), o[i][1] = (uint32_t)_mm512_reduce_add_epi32(a##i##1), \
-    o[i][2] = (uint32_t)_mm512_reduce_add_epi32(a##i##2), o[i][3] = (uint32_t)_mm512_reduce_add_epi32(a##i##3), \
-    o[i][4] = (uint32_t)_mm512_reduce_add_epi32(a##i##4), o[i][5] = (uint32_t)_mm512_reduce_add_epi32(a##i##5);
+#define OUT(i)                                                                      \
+    o[i][0] = hsum_u32(a##i##0), o[i][1] = hsum_u32(a##i##1), o[i][2] = hsum_u32(a##i##2), \
+    o[i][3] = hsum_u32(a##i##3), o[i][4] = hsum_u32(a##i##4), o[i][5] = hsum_u32(a##i##5);
     OUT(0) OUT(1) OUT(2) OUT(3)
 #undef OUT
 }
