@@ -196,7 +196,7 @@ def main():
         r = run_dotlm(["tokenize", d], "".join(json.dumps(c) + "\n" for c in chunks))
         dt2 = max(0.0, time.time() - t0 - base)
         check(r.returncode == 0, f"{name}: chunked 1 MB failed")
-        check(dt1 < 3 and dt2 < 3, f"{name}: 1 MB took {dt1:.2f}s / {dt2:.2f}s (limit 3s)")
+        check(dt1 < 5 and dt2 < 5, f"{name}: 1 MB took {dt1:.2f}s / {dt2:.2f}s (limit 5s)")
         print(f"{name}: 1 MB of text: {dt1:.2f}s as one line, {dt2:.2f}s as {len(chunks)} lines"
               f" (+{base:.2f}s loading)")
 
