@@ -37,7 +37,7 @@ check_listing() {
   case $kind in
     ptx)  forbid='^(mma|wmma|wgmma)(\.|$)'; i8='^dp4a'; h2='^fma\.rn(\.[a-z]+)?\.f16x2' ;;
     hip)  forbid='^(v_mfma|v_smfma|v_cvt_[a-z0-9_]*(fp8|bf8)|v_cvt_pk_[a-z0-9_]*(fp8|bf8)|v_dot2_f32_bf16|v_dot2c_f32_bf16)'; i8='^v_dot4_i32_i8'; h2='^v_dot2_f32_f16' ;;
-    sass) forbid='^(HMMA|HGMMA|IMMA|QGMMA|BMMA|DMMA|OMMA|UTCHMMA|UTCQMMA)'; i8='^IDP4A'; h2='^HFMA2' ;;
+    sass) forbid='^(HMMA|HGMMA|IMMA|QGMMA|BMMA|DMMA|OMMA|UTCHMMA|UTCQMMA)'; i8='^IDP(4A|\.4A)'; h2='^HFMA2' ;;
   esac
   awk -F'\t' -v forbid="$forbid" -v i8="$i8" -v h2="$h2" -v kind="$kind" '
     { k=$1; ins=$2; seen[k]=1; n[k]++
