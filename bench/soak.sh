@@ -5,12 +5,19 @@
 # when RSS grows by more than 10% (plus 8 MiB) between the first sample after
 # warm-up and the end.
 #
-# usage: bench/soak.sh MODEL_DIR [MINUTES=10] [extra dotlm serve options...]
+# The prefix cache keeps prompt blocks after their requests end, so the KV
+# pool's pages are touched one by one until the whole pool (max-seqs x ctx
+# positions) has been used once; RSS grows until then by design. The default
+# serve options use --ctx 512 so that this happens during the warm-up; pass
+# your own options to override.
+#
+# usage: bench/soak.sh MODEL_DIR [MINUTES=10] [dotlm serve options (default --ctx 512)...]
 #   env: DOTLM_BIN (default build/dotlm), CONC (16), MAX_TOKENS (64), THREADS (all)
 set -euo pipefail
 MODEL=${1:?usage: bench/soak.sh MODEL_DIR [MINUTES] [serve options]}
 MIN=${2:-10}
 shift $(( $# >= 2 ? 2 : 1 ))
+[ $# -eq 0 ] && set -- --ctx 512
 BIN=${DOTLM_BIN:-build/dotlm}
 CONC=${CONC:-16}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -24,7 +31,8 @@ for _ in $(seq 600); do
   kill -0 $PID 2>/dev/null || { cat "$LOG"; exit 1; }
   sleep 0.1
 done
-echo "soak: server pid $PID port $PORT, concurrency $CONC, $MIN min, $(date -u +%FT%TZ)"
+KVB=$(curl -s "http://127.0.0.1:$PORT/metrics" | awk '/^dotlm_kv_blocks_total/{print $2}')
+echo "soak: server pid $PID port $PORT ($*), $KVB KV blocks, concurrency $CONC, $MIN min, $(date -u +%FT%TZ)"
 DUR=$(( MIN * 60 ))
 python3 "$HERE/loadgen.py" --url "http://127.0.0.1:$PORT" --concurrency "$CONC" --duration "$DUR" \
   --max-tokens "${MAX_TOKENS:-64}" --prompt-words 60 --temperature 0.8 --json "$LOG.json" > "$LOG.load" 2>&1 &

@@ -6,13 +6,12 @@ import http.client
 import json
 import os
 import random
-import re
+import shutil
 import signal
 import socket
 import sys
 import threading
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from srv_util import Server, Tally, demo_model  # noqa: E402
@@ -465,6 +464,7 @@ def main():
         T.check(rc == 0, "clean exit on SIGTERM (rc %r)" % rc)
     T.run(test_queue_full, model)
     T.run(test_shutdown, model)
+    shutil.rmtree(model, ignore_errors=True)
     T.finish()
 
 
