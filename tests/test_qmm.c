@@ -377,8 +377,8 @@ static void test_switches(void) {
     uint64_t s = g_seed ^ 4;
     tw t;
     tw_make(&t, 40, 100, 0, DT_F8E4M3, WS_BLOCK, 128, 128, 0, 0, &s);
-    float x[200], y[80];
-    for (int i = 0; i < 200; i++) x[i] = tu_randf(&s);
+    float x[400], y[160];
+    for (int i = 0; i < 400; i++) x[i] = tu_randf(&s);
     kreg_reset_switches();
     kreg_reset_counts();
     CHECK(qmm_matmul(y, x, &t.w, 2, NULL) == 0);
@@ -413,11 +413,13 @@ static void test_switches(void) {
     uint64_t tot = kreg_count("cpu.qmm.int8.avx512vnni") + kreg_count("cpu.qmm.int8.avxvnni") +
                    kreg_count("cpu.qmm.int8.avx2") + kreg_count("cpu.qmm.int8.ref");
     CHECK(tot == 1);
+    CHECK(kreg_count("cpu.qmm.int8.avx512vnni") == 0); /* M >= 4 only */
+    CHECK(qmm_matmul(y, x, &t.w, 4, NULL) == 0);
     CHECK(kreg_count("cpu.qmm.int8.avx512vnni") == (uint64_t)!!(cf & QMM_CPU_VNNI512));
-    CHECK(kreg_count("cpu.actq.int8.avx2") + kreg_count("cpu.actq.int8.ref") == 1);
+    CHECK(kreg_count("cpu.actq.int8.avx2") + kreg_count("cpu.actq.int8.ref") == 2);
     kreg_disable("cpu.qmm.int8.avx512vnni,cpu.qmm.int8.avxvnni,cpu.qmm.int8.avx2");
     CHECK(qmm_matmul(y, x, &t.w, 2, NULL) == 0);
-    CHECK(kreg_count("cpu.qmm.int8.ref") == 1 + (uint64_t)!fast);
+    CHECK(kreg_count("cpu.qmm.int8.ref") == 1 + 2 * (uint64_t)!fast);
     kreg_reset_switches();
     tw_free(&t);
 }

@@ -26,6 +26,7 @@
 #define NB 64 /* output rows per panel (large M) */
 #define MR 6  /* activation rows per tile */
 #define NT 8  /* weight rows per tile (4 pairs) */
+#define GEMV_MAX_M 3 /* fp8 at M <= 3: codes widened in registers (gemv_rows) */
 
 /* 64-byte aligned allocation (aligned_alloc wants a size multiple of 64). */
 static void *amalloc(size_t n) { return aligned_alloc(64, (n + 63) / 64 * 64); }
@@ -177,23 +178,32 @@ X512_FN static inline __m512 reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3)
     return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 4, 8, 12, 1, 5, 9, 13), r);
 }
 
-/* M = 1: segment dots of x[0, len) with 8 weight rows r[0..7] (codes at the
- * segment start), widened in registers, two rows per zmm: per output the
- * FMA sequence of the widened-buffer kernels (ceil(len / 8) FMAs in k
- * order, the last chunk zero-padded). Returns 1 (and leaves *p undefined)
- * when an e4m3 NaN code was met: the caller recomputes with the exact
- * widening. */
-X512_FN static inline int gemv8_t(dl_dtype dt, const uint8_t *const *r, const float *x, int64_t len,
-                                  __m512 *p) {
-    __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
+/* Small M (1 or 2 activation rows, MX): segment dots of x rows x[0, len)
+ * and x[xld, xld + len) with 8 weight rows r[0..7] (codes at the segment
+ * start), widened in registers, two weight rows per zmm: per output the FMA
+ * sequence of the widened-buffer kernels (ceil(len / 8) FMAs in k order,
+ * the last chunk zero-padded). *p: MX = 1: outputs in lanes 0..7; MX = 2:
+ * [row 0: 8 outputs | row 1: 8 outputs]. Returns 1 (and leaves *p
+ * undefined) when an e4m3 NaN code was met: the caller recomputes with the
+ * exact widening. */
+X512_FN static inline int gemv8_t(dl_dtype dt, int MX, const uint8_t *const *r, const float *x,
+                                  int64_t xld, int64_t len, __m512 *p) {
+    __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, d0 = c0, d1 = c0, d2 = c0, d3 = c0;
     __m256i mx = _mm256_setzero_si256();
     const __m256i hb = _mm256_set1_epi8((char)0x80);
     const uint8_t *r0 = r[0], *r1 = r[1], *r2 = r[2], *r3 = r[3], *r4 = r[4], *r5 = r[5],
                   *r6 = r[6], *r7 = r[7];
+    const float *xb = x + (MX == 2 ? xld : 0);
     int64_t k = 0;
-    /* one row pair, 32 codes each: chunks 0..3 of 8 go to the accumulator
-     * in k order; FULL = 0 masks the codes and skips chunks past len */
-#define PAIR(acc, ra, rb, FULL)                                                            \
+    /* one weight row pair, 32 codes each: chunks 0..3 of 8 go to the
+     * accumulators in k order; FULL = 0 masks the codes and skips chunks
+     * past len */
+#define FMA4(acc, u0, u1, u2, u3)                                                           \
+    acc = _mm512_fmadd_ps(u0, f0, acc);                                                    \
+    if (FULL || rem > 8) acc = _mm512_fmadd_ps(u1, f1, acc);                               \
+    if (FULL || rem > 16) acc = _mm512_fmadd_ps(u2, f2, acc);                              \
+    if (FULL || rem > 24) acc = _mm512_fmadd_ps(u3, f3, acc);
+#define PAIR(acc, acc2, ra, rb)                                                            \
     {                                                                                      \
         __m256i a = FULL ? _mm256_loadu_si256((const __m256i *)(ra + k))                   \
                          : _mm256_maskz_loadu_epi8(mk, ra + k);                            \
@@ -204,52 +214,67 @@ X512_FN static inline int gemv8_t(dl_dtype dt, const uint8_t *const *r, const fl
                 mx, _mm256_max_epu8(_mm256_or_si256(a, hb), _mm256_or_si256(b, hb)));      \
         __m512i wl = words32(dt, _mm256_unpacklo_epi64(a, b));                             \
         __m512i wh = words32(dt, _mm256_unpackhi_epi64(a, b));                             \
-        acc = _mm512_fmadd_ps(x0, _mm512_cvtph_ps(_mm512_castsi512_si256(wl)), acc);       \
-        if (FULL || rem > 8)                                                               \
-            acc = _mm512_fmadd_ps(x1, _mm512_cvtph_ps(_mm512_castsi512_si256(wh)), acc);   \
-        if (FULL || rem > 16)                                                              \
-            acc = _mm512_fmadd_ps(x2, _mm512_cvtph_ps(_mm512_extracti64x4_epi64(wl, 1)), acc); \
-        if (FULL || rem > 24)                                                              \
-            acc = _mm512_fmadd_ps(x3, _mm512_cvtph_ps(_mm512_extracti64x4_epi64(wh, 1)), acc); \
+        __m512 f0 = _mm512_cvtph_ps(_mm512_castsi512_si256(wl));                            \
+        __m512 f1 = _mm512_cvtph_ps(_mm512_castsi512_si256(wh));                            \
+        __m512 f2 = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(wl, 1));                      \
+        __m512 f3 = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(wh, 1));                      \
+        FMA4(acc, x0, x1, x2, x3)                                                          \
+        if (MX == 2) {                                                                     \
+            FMA4(acc2, y0, y1, y2, y3)                                                     \
+        }                                                                                  \
     }
+#define ALL_PAIRS PAIR(c0, d0, r0, r1) PAIR(c1, d1, r2, r3) PAIR(c2, d2, r4, r5) PAIR(c3, d3, r6, r7)
+#define XF(v, i) _mm512_broadcast_f32x8(_mm256_loadu_ps(v + k + 8 * i))
     for (; k + 32 <= len; k += 32) {
+        enum { FULL = 1 };
         const int64_t rem = 32;
         const __mmask32 mk = ~(__mmask32)0;
         (void)rem, (void)mk;
-        __m512 x0 = _mm512_broadcast_f32x8(_mm256_loadu_ps(x + k));
-        __m512 x1 = _mm512_broadcast_f32x8(_mm256_loadu_ps(x + k + 8));
-        __m512 x2 = _mm512_broadcast_f32x8(_mm256_loadu_ps(x + k + 16));
-        __m512 x3 = _mm512_broadcast_f32x8(_mm256_loadu_ps(x + k + 24));
-        PAIR(c0, r0, r1, 1) PAIR(c1, r2, r3, 1) PAIR(c2, r4, r5, 1) PAIR(c3, r6, r7, 1)
+        __m512 x0 = XF(x, 0), x1 = XF(x, 1), x2 = XF(x, 2), x3 = XF(x, 3);
+        __m512 y0 = x0, y1 = x1, y2 = x2, y3 = x3;
+        if (MX == 2) y0 = XF(xb, 0), y1 = XF(xb, 1), y2 = XF(xb, 2), y3 = XF(xb, 3);
+        ALL_PAIRS
     }
+#undef XF
     if (k < len) {
+        enum { FULL = 0 };
         const int64_t rem = len - k;
         const __mmask32 mk = (__mmask32)(((uint64_t)1 << rem) - 1);
-#define XC(i) \
-    _mm512_broadcast_f32x8(_mm256_maskz_loadu_ps(rem > 8 * i ? (__mmask8)(rem - 8 * i >= 8 ? 0xff : (1u << (rem - 8 * i)) - 1) : 0, x + k + 8 * i))
-        __m512 x0 = XC(0), x1 = XC(1), x2 = XC(2), x3 = XC(3);
+#define XC(v, i)                                                                                \
+    _mm512_broadcast_f32x8(_mm256_maskz_loadu_ps(                                               \
+        rem > 8 * i ? (__mmask8)(rem - 8 * i >= 8 ? 0xff : (1u << (rem - 8 * i)) - 1) : 0,      \
+        v + k + 8 * i))
+        __m512 x0 = XC(x, 0), x1 = XC(x, 1), x2 = XC(x, 2), x3 = XC(x, 3);
+        __m512 y0 = x0, y1 = x1, y2 = x2, y3 = x3;
+        if (MX == 2) y0 = XC(xb, 0), y1 = XC(xb, 1), y2 = XC(xb, 2), y3 = XC(xb, 3);
 #undef XC
-        PAIR(c0, r0, r1, 0) PAIR(c1, r2, r3, 0) PAIR(c2, r4, r5, 0) PAIR(c3, r6, r7, 0)
+        ALL_PAIRS
     }
+#undef ALL_PAIRS
 #undef PAIR
+#undef FMA4
     if (dt == DT_F8E4M3 && _mm256_cmpeq_epi8_mask(mx, _mm256_set1_epi8((char)0xff))) return 1;
-    *p = reduce4(c0, c1, c2, c3);
+    *p = MX == 2 ? reduce8(c0, d0, c1, d1, c2, d2, c3, d3) : reduce4(c0, c1, c2, c3);
     return 0;
 }
 
-X512_FN static int gemv8(dl_dtype dt, const uint8_t *const *r, const float *x, int64_t len,
-                         __m512 *p) {
-    return dt == DT_F8E4M3 ? gemv8_t(DT_F8E4M3, r, x, len, p) : gemv8_t(DT_F8E5M2, r, x, len, p);
+X512_FN static int gemv8(dl_dtype dt, int MX, const uint8_t *const *r, const float *x, int64_t xld,
+                         int64_t len, __m512 *p) {
+    if (dt == DT_F8E4M3)
+        return MX == 2 ? gemv8_t(DT_F8E4M3, 2, r, x, xld, len, p) : gemv8_t(DT_F8E4M3, 1, r, x, xld, len, p);
+    return MX == 2 ? gemv8_t(DT_F8E5M2, 2, r, x, xld, len, p) : gemv8_t(DT_F8E5M2, 1, r, x, xld, len, p);
 }
 
-/* M = 1 over output rows [n0, n1) (fp8 dtypes): 8-row tiles through all
- * segments; a tile segment holding an e4m3 NaN code goes through the
- * widened buffer (exact NaN widening) and mk2x8 instead, same bits otherwise. */
+/* M = 1..3 over output rows [n0, n1) (fp8 dtypes): 8-row tiles through all
+ * segments, activation rows two at a time (the codes are widened again, from
+ * L1, for a third row); a tile segment holding an e4m3 NaN code goes through
+ * the widened buffer (exact NaN widening) and mk2x8 instead, same bits
+ * otherwise. */
 X512_FN static int gemv_rows(const qmm_f32job *j, int64_t n0, int64_t n1) {
     const dl_weight *w = j->w;
     const int64_t K = w->k, seg = j->seg, nseg = (K + seg - 1) / seg;
     const int64_t nchm = (seg + 15) / 16 * 2, ps = nchm * 16;
-    const int block = w->scale_kind == WS_BLOCK;
+    const int block = w->scale_kind == WS_BLOCK, M = j->M;
     const float us = w->dtype == DT_F8E4M3 ? 256.0f : 1.0f;
     float *wbuf = NULL, *xbuf = NULL; /* allocated on the first NaN code */
     for (int64_t nb0 = n0; nb0 < n1; nb0 += NT) {
@@ -257,48 +282,65 @@ X512_FN static int gemv_rows(const qmm_f32job *j, int64_t n0, int64_t n1) {
         const uint8_t *rows[NT];
         for (int64_t r = 0; r < NT; r++) /* missing rows alias row 0; dropped */
             rows[r] = (const uint8_t *)w->data + (nb0 + (r < nb ? r : 0)) * w->ld;
-        __m256 acc = _mm256_setzero_ps();
+        __m256 acc[GEMV_MAX_M];
+        for (int m = 0; m < M; m++) acc[m] = _mm256_setzero_ps();
         int64_t sidx[NT]; /* block layout: scale index of row r, segment g = sidx[r] + g */
         for (int64_t r = 0; block && r < NT; r++) sidx[r] = (nb0 + (r < nb ? r : 0)) / w->bn * nseg;
         for (int64_t g = 0; g < nseg; g++) {
             const int64_t k0 = g * seg, len = K - k0 < seg ? K - k0 : seg;
             const uint8_t *rk[NT];
             for (int r = 0; r < NT; r++) rk[r] = rows[r] + k0;
-            __m512 p;
-            if (gemv8(w->dtype, rk, j->x + k0, len, &p)) {
-                if (!wbuf) {
-                    wbuf = amalloc((size_t)(NT / 2 * ps) * sizeof(float));
-                    xbuf = amalloc((size_t)(nchm * 8) * sizeof(float));
-                    if (!wbuf || !xbuf) {
-                        free(wbuf), free(xbuf);
-                        return -1;
-                    }
-                }
-                const int64_t nch = (len + 7) / 8, nch2 = (len + 15) / 16 * 2;
-                for (int r = 0; r < NT; r++) widen_pair(w->dtype, rk[r], len, nch2, wbuf + r / 2 * ps, r & 1);
-                memcpy(xbuf, j->x + k0, (size_t)len * sizeof(float));
-                memset(xbuf + len, 0, (size_t)(nch * 8 - len) * sizeof(float));
-                const float *xr[2] = {xbuf, xbuf};
-                mk2x8(xr, wbuf, ps, nch, &p);
-            }
-            __m256 t = _mm256_mul_ps(_mm512_castps512_ps256(p), _mm256_set1_ps(us));
-            if (j->xs_mode == 2) t = _mm256_mul_ps(t, _mm256_set1_ps(j->xs[g]));
+            __m256 sbv = _mm256_setzero_ps();
             if (block) {
                 float sb[NT] __attribute__((aligned(32)));
                 for (int64_t r = 0; r < NT; r++) sb[r] = scale_load(w, sidx[r] + g);
-                t = _mm256_mul_ps(t, _mm256_load_ps(sb));
+                sbv = _mm256_load_ps(sb);
             }
-            acc = _mm256_add_ps(acc, t);
+            for (int m0 = 0; m0 < M; m0 += 2) {
+                const int mx = M - m0 >= 2 ? 2 : 1;
+                const float *xm = j->x + (int64_t)m0 * K + k0;
+                __m512 p;
+                if (gemv8(w->dtype, mx, rk, xm, K, len, &p)) {
+                    if (!wbuf) {
+                        wbuf = amalloc((size_t)(NT / 2 * ps) * sizeof(float));
+                        xbuf = amalloc((size_t)(2 * nchm * 8) * sizeof(float));
+                        if (!wbuf || !xbuf) {
+                            free(wbuf), free(xbuf);
+                            return -1;
+                        }
+                    }
+                    const int64_t nch = (len + 7) / 8, nch2 = (len + 15) / 16 * 2;
+                    for (int r = 0; r < NT; r++)
+                        widen_pair(w->dtype, rk[r], len, nch2, wbuf + r / 2 * ps, r & 1);
+                    for (int i = 0; i < mx; i++) {
+                        float *xd = xbuf + i * nch * 8;
+                        memcpy(xd, xm + i * K, (size_t)len * sizeof(float));
+                        memset(xd + len, 0, (size_t)(nch * 8 - len) * sizeof(float));
+                    }
+                    const float *xr[2] = {xbuf, xbuf + (mx - 1) * nch * 8};
+                    mk2x8(xr, wbuf, ps, nch, &p);
+                }
+                for (int i = 0; i < mx; i++) {
+                    const int m = m0 + i;
+                    __m256 t = i ? _mm512_extractf32x8_ps(p, 1) : _mm512_castps512_ps256(p);
+                    t = _mm256_mul_ps(t, _mm256_set1_ps(us));
+                    if (j->xs_mode == 2) t = _mm256_mul_ps(t, _mm256_set1_ps(j->xs[(int64_t)m * nseg + g]));
+                    if (block) t = _mm256_mul_ps(t, sbv);
+                    acc[m] = _mm256_add_ps(acc[m], t);
+                }
+            }
         }
-        float a[NT] __attribute__((aligned(32)));
-        _mm256_store_ps(a, acc);
-        for (int64_t r = 0; r < nb; r++) {
-            int64_t n = nb0 + r;
-            float v = a[r];
-            if (j->xs_mode == 1) v = v * j->xs[0];
-            if (!block) v = v * w_scale_at(w, n, 0);
-            if (w->bias) v += w_bias_at(w, n);
-            j->y[n] = v;
+        for (int m = 0; m < M; m++) {
+            float a[NT] __attribute__((aligned(32)));
+            _mm256_store_ps(a, acc[m]);
+            for (int64_t r = 0; r < nb; r++) {
+                int64_t n = nb0 + r;
+                float v = a[r];
+                if (j->xs_mode == 1) v = v * j->xs[m];
+                if (!block) v = v * w_scale_at(w, n, 0);
+                if (w->bias) v += w_bias_at(w, n);
+                j->y[(int64_t)m * w->n + n] = v;
+            }
         }
     }
     free(wbuf), free(xbuf);
@@ -307,7 +349,7 @@ X512_FN static int gemv_rows(const qmm_f32job *j, int64_t n0, int64_t n1) {
 
 X512_FN int fp8mm_rows_avx512(const qmm_f32job *j, int64_t n0, int64_t n1) {
     const dl_weight *w = j->w;
-    if (j->M == 1 && w->dtype != DT_I8) return gemv_rows(j, n0, n1);
+    if (j->M <= GEMV_MAX_M && w->dtype != DT_I8) return gemv_rows(j, n0, n1);
     if (j->M == 1) return fp8mm_rows_avx2(j, n0, n1);
     const int64_t K = w->k, seg = j->seg, nseg = (K + seg - 1) / seg;
     const int64_t nchm = (seg + 15) / 16 * 2;  /* chunks of 8 per segment, even */

@@ -4,9 +4,9 @@
  * row stride w->ld, and the activation policy w->actq.
  *
  * Kernels (kreg names; each fast path has a scalar reference twin):
- *   cpu.qmm.int8.avx512vnni (M >= 2) / cpu.qmm.int8.avxvnni / cpu.qmm.int8.avx2 /
+ *   cpu.qmm.int8.avx512vnni (M >= 4) / cpu.qmm.int8.avxvnni / cpu.qmm.int8.avx2 /
  *     cpu.qmm.int8.ref                       W8A8 int32 dot
- *   cpu.qmm.fp8.avx512 (M >= 2) / cpu.qmm.fp8.avx2 / cpu.qmm.fp8.ref
+ *   cpu.qmm.fp8.avx512 / cpu.qmm.fp8.avx2 / cpu.qmm.fp8.ref
  *                                            fp8 weights, fp32 FMA accumulation
  *   cpu.qmm.i8wo.avx512 (M >= 2) / cpu.qmm.i8wo.avx2 / cpu.qmm.i8wo.ref
  *                                            int8 weights with fp32 activations
@@ -86,7 +86,9 @@ typedef struct qmm_f32job {
  * out of memory (no message: called from worker threads). */
 int fp8mm_rows_ref(const qmm_f32job *j, int64_t n0, int64_t n1);
 int fp8mm_rows_avx2(const qmm_f32job *j, int64_t n0, int64_t n1);
-/* Register-blocked AVX-512 variant for M >= 2 (6 x 8 output tiles): bitwise
+/* AVX-512 variant: M <= 3 widens the codes in registers (two weight rows
+ * per zmm), larger M runs 6 x 8 register tiles on a widened panel; fp8 at
+ * M = 1 and int8 weights at M = 1 use fp8mm_rows_avx2 internally. Bitwise
  * the results of fp8mm_rows_avx2 (same per-output accumulation). */
 int fp8mm_rows_avx512(const qmm_f32job *j, int64_t n0, int64_t n1);
 /* Widen 16 stored codes of dtype to exact fp32 (AVX2). */
@@ -110,7 +112,7 @@ typedef struct qmm_i8job {
 void int8mm_rows_ref(const qmm_i8job *j, int64_t n0, int64_t n1);
 void int8mm_rows_avx2(const qmm_i8job *j, int64_t n0, int64_t n1);
 void int8mm_rows_avxvnni(const qmm_i8job *j, int64_t n0, int64_t n1);
-/* AVX-512 VNNI, register-blocked 4 x 6 tiles (for M >= 2): x + 128 times w
+/* AVX-512 VNNI, register-blocked 4 x 6 tiles (used for M >= 4): x + 128 times w
  * with vpdpbusd, minus 128 * sum(w) per row and segment (exact in wrapping
  * int32), so bitwise the other variants' results. */
 void int8mm_rows_avx512vnni(const qmm_i8job *j, int64_t n0, int64_t n1);

@@ -14,8 +14,8 @@
 #include "quant/actq.h"
 #include "quant/qmatmul.h"
 
-static kreg_kernel K_I8_V512 = KREG_KERNEL("cpu.qmm.int8.avx512vnni", "W8A8 int8 dot, AVX-512 VNNI 4x6 tiles (M >= 2)");
-static kreg_kernel K_F8_512 = KREG_KERNEL("cpu.qmm.fp8.avx512", "fp8 weights, AVX-512: 6x8 register tiles (M >= 2), 8-row zmm GEMV (M = 1)");
+static kreg_kernel K_I8_V512 = KREG_KERNEL("cpu.qmm.int8.avx512vnni", "W8A8 int8 dot, AVX-512 VNNI 4x6 tiles (M >= 4)");
+static kreg_kernel K_F8_512 = KREG_KERNEL("cpu.qmm.fp8.avx512", "fp8 weights, AVX-512: 8-row zmm GEMV (M <= 3), 6x8 register tiles");
 static kreg_kernel K_WO_512 = KREG_KERNEL("cpu.qmm.i8wo.avx512", "int8 weights x fp32 activations, AVX-512 tiles (M >= 2)");
 static kreg_kernel K_I8_VNNI = KREG_KERNEL("cpu.qmm.int8.avxvnni", "W8A8 int8 dot, AVX-VNNI vpdpbusd");
 static kreg_kernel K_I8_AVX2 = KREG_KERNEL("cpu.qmm.int8.avx2", "W8A8 int8 dot, AVX2 maddubs/madd");
@@ -184,7 +184,8 @@ static int qmm_run(float *y, const float *x, const dl_weight *w, int M, tpool *t
         qmm_i8job j = {.w = w, .xq = xq, .qld = qld, .xs = xs, .M = M, .y = y};
         c.ij = &j;
         uint8_t *xu = NULL;
-        if (big && cf.vnni512 && kreg_use(&K_I8_V512)) {
+        /* 4-row tiles: below M = 4 the per-row dot kernels are as fast */
+        if (!force_ref && M >= 4 && cf.vnni512 && kreg_use(&K_I8_V512)) {
             c.kind = 3;
             xu = malloc((size_t)M * (size_t)qld);
             if (!xu) {
