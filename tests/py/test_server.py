@@ -210,6 +210,11 @@ def test_tools_and_templates():
     a = cli.chat.completions.create(model="demo", messages=MSG, max_tokens=2, temperature=0,
                                     extra_body={"chat_template_kwargs": {"enable_thinking": False}})
     T.check(a.usage.prompt_tokens > plain.usage.prompt_tokens, "chat_template_kwargs reach the template")
+    # streaming with tools: chunks parse, one finish_reason
+    chunks = list(cli.chat.completions.create(model="demo", messages=MSG, tools=TOOLS, max_tokens=8, temperature=0,
+                                              stream=True, extra_body={"ignore_eos": True}))
+    fins = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+    T.check(len(fins) == 1 and fins[0] in ("length", "tool_calls"), "streaming with tools: %r" % fins)
     # content as a list of text parts
     r = cli.chat.completions.create(model="demo", max_tokens=2, temperature=0, messages=[
         MSG[0], {"role": "user", "content": [{"type": "text", "text": "Say something."}]}])
@@ -387,6 +392,23 @@ def test_disconnect():
         time.sleep(0.05)
     T.check(m.get("dotlm_running_sequences") == 0 and m.get("dotlm_kv_blocks_used") == 0,
             "disconnect frees the sequence (%.2fs)" % (time.time() - t0))
+    # a non-streaming client that goes away is noticed while it waits
+    s = socket.create_connection(("127.0.0.1", ctx["srv"].port))
+    body = json.dumps({"model": "demo", "messages": MSG, "max_tokens": 3000, "ignore_eos": True})
+    s.sendall(("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+               "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (KEY, len(body), body)).encode())
+    t0 = time.time()
+    while time.time() - t0 < 10 and metrics().get("dotlm_running_sequences") != 1:
+        time.sleep(0.02)
+    s.close()
+    t0 = time.time()
+    while time.time() - t0 < 5:
+        m = metrics()
+        if m.get("dotlm_running_sequences") == 0:
+            break
+        time.sleep(0.05)
+    T.check(m.get("dotlm_running_sequences") == 0 and m.get("dotlm_kv_blocks_used") == 0,
+            "non-streaming disconnect frees the sequence (%.2fs)" % (time.time() - t0))
 
 
 def test_metrics_after():
