@@ -141,8 +141,9 @@ static int same_tokens(srv_req *a, srv_req *b) {
     return 1;
 }
 
-static void test_sched(dl_model *m, int step_tokens) {
-    srv_sched_opts o = {.ctx = 128, .max_seqs = 8, .max_queue = 64, .step_tokens = step_tokens, .prefix_cache = 1};
+static void test_sched(dl_model *m, int step_tokens, int kv_blocks) {
+    srv_sched_opts o = {.ctx = 128, .max_seqs = 8, .max_queue = 64, .step_tokens = step_tokens,
+                        .prefix_cache = 1, .kv_blocks = kv_blocks};
     srv_sched *s = sched_create(m, NULL, &o);
     CHECKF(s != NULL, "%s", dl_errmsg());
     if (!s) return;
@@ -304,8 +305,9 @@ int main(void) {
     dl_model *m = model_load("fixtures/qwen3_bf16", be, &mo);
     CHECKF(m != NULL, "%s", dl_errmsg());
     if (m) {
-        test_sched(m, 256);
-        test_sched(m, 9); /* prompts prefilled over several steps */
+        test_sched(m, 256, 0);
+        test_sched(m, 9, 0); /* prompts prefilled over several steps */
+        test_sched(m, 64, 14); /* pool smaller than the slots need: requests queue on blocks */
         test_validation(m);
         model_free(m);
     }

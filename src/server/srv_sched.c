@@ -370,10 +370,19 @@ srv_sched *sched_create(dl_model *m, const tok_tokenizer *tk, const srv_sched_op
     s->nvalid = m->cfg.vocab < s->V ? m->cfg.vocab : s->V;
     if (tk && tok_vocab_size(tk) < s->nvalid) s->nvalid = tok_vocab_size(tk);
     if (m->n_kv_layers != m->cfg.n_layers) s->o.prefix_cache = 0; /* recurrent layers */
-    if (kv_create(&s->kv, m->be, m->n_kv_layers, m->cfg.n_kv_heads, m->cfg.head_dim, bs, blocks,
-                  s->o.max_seqs, s->o.ctx, kvt)) {
-        free(s);
-        return NULL;
+    /* the default pool (every slot at full context) may not fit: halve it
+     * down to one full context; admission then queues on blocks instead */
+    int min_blocks = (s->o.ctx + bs - 1) / bs;
+    for (;;) {
+        if (!kv_create(&s->kv, m->be, m->n_kv_layers, m->cfg.n_kv_heads, m->cfg.head_dim, bs, blocks,
+                       s->o.max_seqs, s->o.ctx, kvt))
+            break;
+        if (s->o.kv_blocks > 0 || blocks <= min_blocks) {
+            free(s);
+            return NULL;
+        }
+        blocks = blocks / 2 > min_blocks ? blocks / 2 : min_blocks;
+        LOGW("dotlm serve: %s; trying a pool of %d blocks", dl_errmsg(), blocks);
     }
     if (model_ws_init(&s->ws, m, s->o.step_tokens, s->o.max_seqs)) {
         kv_destroy(&s->kv);
