@@ -355,7 +355,7 @@ X512_FN int fp8mm_rows_avx512(const qmm_f32job *j, int64_t n0, int64_t n1) {
     const int64_t nchm = (seg + 15) / 16 * 2;  /* chunks of 8 per segment, even */
     const int64_t ps = nchm * 16;              /* floats per row pair */
     const int block = w->scale_kind == WS_BLOCK, M = j->M;
-    const int64_t pan = M <= 8 ? NT : NB;
+    const int64_t pan = NB; /* 64-row panels: the activation copy is per panel */
     const float us = j->w->dtype == DT_F8E4M3 ? 256.0f : 1.0f;
     /* acc: per pair of activation rows q and 8-row tile t, 16 floats
      * [row 2q: 8 outputs | row 2q+1: 8 outputs] (M rounded up to even; an odd
