@@ -150,8 +150,9 @@ int cmd_serve(int argc, char **argv) {
     sched_get_stats(sched, &st);
     fprintf(stderr,
             "dotlm serve: model '%s' (%s), ctx %d, %d sequences, KV pool %d blocks of 16; "
-            "listening on http://%s:%d\n",
-            name, m->fmt_desc, sched_capacity(sched), sc.max_seqs, st.kv_total, so.host, srv_port(srv));
+            "listening on http://%s%s%s:%d\n",
+            name, m->fmt_desc, sched_capacity(sched), sc.max_seqs, st.kv_total,
+            strchr(so.host, ':') ? "[" : "", so.host, strchr(so.host, ':') ? "]" : "", srv_port(srv));
     int sig = 0;
     sigwait(&set, &sig);
     fprintf(stderr, "dotlm serve: %s: finishing in-flight requests (up to %.0f s)\n",
