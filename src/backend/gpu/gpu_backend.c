@@ -210,6 +210,9 @@ static int gpu_upload(dl_backend *be, dl_weight *w) {
     gw->g.bn = w->bn > 0 ? w->bn : 1;
     gw->g.bk = w->bk > 0 ? w->bk : 1;
     gw->g.kb = (int)((w->k + gw->g.bk - 1) / gw->g.bk);
+    gw->g.bk_shift = -1;
+    for (int sh = 0; sh < 31; sh++)
+        if ((1 << sh) == gw->g.bk) gw->g.bk_shift = sh;
     w->dev = gw;
     return 0;
 fail:

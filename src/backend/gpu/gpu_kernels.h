@@ -21,6 +21,7 @@ typedef struct {
     int dtype;          /* dl_dtype */
     int scale_kind;     /* dl_wscale */
     int bn, bk, kb;     /* block sizes; kb = ceil(k / bk) */
+    int bk_shift;       /* log2(bk) when bk is a power of two, else -1 */
 } gk_weight;
 
 /* ---- runtime (gpu_rt.cu); 0 = ok, -1 = error (gpurt_errstr() says why) ---- */

@@ -22,14 +22,27 @@ static __device__ float block_max(float v, float *red) {
     return r;
 }
 
+/* int8 quantization of x[m, :]; grid (M, ceil(kp / AQ_CH)): every block
+ * recomputes the row's amax (cheap, from L2) and quantizes its own chunk,
+ * so a single long row is spread over several SMs. */
+#define AQ_CH (4 * AQ_T8)
+
+static __device__ __forceinline__ int q8(float v, float s) {
+    float r = rintf(v / s);
+    if (!(r >= -127.0f)) r = -127.0f; /* also NaN, as the CPU */
+    if (r > 127.0f) r = 127.0f;
+    return (int)r & 255;
+}
+
 __global__ void __launch_bounds__(AQ_T8)
     dl_k_actq_int8(int8_t *__restrict__ xq, float *__restrict__ xs, const float *__restrict__ x, int k,
                    int kp) {
     __shared__ float red[AQ_T8 / 16 + 1];
     const int64_t m = blockIdx.x;
     const float *xr = x + m * k;
+    const bool vec = (k & 3) == 0 && ((uintptr_t)xr & 15) == 0;
     float a = 0.0f;
-    if ((k & 3) == 0 && ((uintptr_t)xr & 15) == 0) {
+    if (vec) {
         for (int i = threadIdx.x; i < k / 4; i += blockDim.x) {
             const float4 v = ((const float4 *)xr)[i];
             a = fmaxf(fmaxf(a, fmaxf(fabsf(v.x), fabsf(v.y))), fmaxf(fabsf(v.z), fabsf(v.w)));
@@ -39,18 +52,23 @@ __global__ void __launch_bounds__(AQ_T8)
     }
     const float amax = block_max(a, red);
     const float s = amax > 0.0f ? amax / 127.0f : 1.0f;
-    int8_t *q = xq + m * kp;
-    for (int i = threadIdx.x; i < kp; i += blockDim.x) {
-        int v = 0;
-        if (i < k) {
-            float r = rintf(xr[i] / s);
-            if (!(r >= -127.0f)) r = -127.0f;
-            if (r > 127.0f) r = 127.0f;
-            v = (int)r;
+    uint32_t *q = (uint32_t *)(xq + m * kp); /* kp % 16 == 0: 4-byte aligned rows */
+    const int i0 = blockIdx.y * AQ_CH, i1 = min(kp, i0 + AQ_CH);
+    for (int i = i0 + 4 * threadIdx.x; i < i1; i += 4 * blockDim.x) {
+        float v0, v1, v2, v3;
+        if (vec && i + 3 < k) {
+            const float4 t = *(const float4 *)(xr + i);
+            v0 = t.x, v1 = t.y, v2 = t.z, v3 = t.w;
+        } else {
+            v0 = i < k ? xr[i] : 0.0f;
+            v1 = i + 1 < k ? xr[i + 1] : 0.0f;
+            v2 = i + 2 < k ? xr[i + 2] : 0.0f;
+            v3 = i + 3 < k ? xr[i + 3] : 0.0f;
         }
-        q[i] = (int8_t)v;
+        q[i / 4] = (uint32_t)q8(v0, s) | ((uint32_t)q8(v1, s) << 8) | ((uint32_t)q8(v2, s) << 16) |
+                   ((uint32_t)q8(v3, s) << 24);
     }
-    if (threadIdx.x == 0) xs[m] = s;
+    if (blockIdx.y == 0 && threadIdx.x == 0) xs[m] = s;
 }
 
 /* Nearest e4m3fn value of a (finite), RNE, saturating at +-448. */
@@ -86,7 +104,8 @@ __global__ void __launch_bounds__(AQ_T)
 }
 
 extern "C" void gk_actq_int8(void *s, int8_t *xq, float *xs, const float *x, int M, int k, int kp) {
-    dl_k_actq_int8<<<M, AQ_T8, 0, (cudaStream_t)s>>>(xq, xs, x, k, kp);
+    dim3 grid((unsigned)M, (unsigned)DL_CDIV(kp, AQ_CH));
+    dl_k_actq_int8<<<grid, AQ_T8, 0, (cudaStream_t)s>>>(xq, xs, x, k, kp);
 }
 
 extern "C" void gk_actq_fp8(void *s, float *xo, const float *x, int M, int k, int group,

@@ -34,8 +34,10 @@ template <int SH>
 static __device__ __forceinline__ void dl_fp8x4_f32(uint32_t v, float *f, float rebias) {
 #pragma unroll
     for (int j = 0; j < 4; j++) {
-        const uint32_t b = (v >> (8 * j)) & 0xffu;
-        f[j] = __uint_as_float(((b & 0x80u) << 24) | ((b & 0x7fu) << SH)) * rebias;
+        /* byte j to bits 24..31 (one PRMT), sign stays at bit 31, the
+         * exponent/mantissa bits move down to start at bit SH */
+        const uint32_t t = __byte_perm(v, 0u, (unsigned)((j << 12) | 0x444));
+        f[j] = __uint_as_float((t & 0x80000000u) | ((t >> (24 - SH)) & (0x7fu << SH))) * rebias;
     }
 }
 template <> struct dl_gv<DT_F8E4M3> {
@@ -101,7 +103,8 @@ __global__ void __launch_bounds__(GEMV_WPB *DL_WARP)
 #pragma unroll
                 for (int r = 0; r < R; r++) {
                     G::cvt16(raw[u][r], f[r]);
-                    s[r] = blk ? srow[r][kk / w.bk] : 1.0f;
+                    /* no integer division in the loop for power-of-two blocks */
+                    s[r] = blk ? srow[r][w.bk_shift >= 0 ? (kk >> w.bk_shift) : kk / w.bk] : 1.0f;
                 }
 #pragma unroll
                 for (int m = 0; m < MR; m++) {
@@ -165,7 +168,7 @@ __global__ void __launch_bounds__(GEMV_WPB *DL_WARP)
             w2[2 * j] = __halves2half2(htab[wd[j] & 255], htab[(wd[j] >> 8) & 255]);
             w2[2 * j + 1] = __halves2half2(htab[(wd[j] >> 16) & 255], htab[wd[j] >> 24]);
         }
-        float s = blk ? srow[kk / w.bk] : 1.0f;
+        float s = blk ? srow[w.bk_shift >= 0 ? (kk >> w.bk_shift) : kk / w.bk] : 1.0f;
 #pragma unroll
         for (int m = 0; m < MR; m++) {
             const float4 *xp = (const float4 *)(x + (int64_t)m * K + kk);
@@ -226,7 +229,8 @@ __global__ void __launch_bounds__(256)
         if (bval) {                                                                \
             T::load4(wrow + ((k0) + lc) * T::ES, rb, tab);                         \
             if (blk) {                                                             \
-                float s_ = srow[((k0) + lc) / w.bk];                               \
+                const int64_t kc_ = (k0) + lc;                                     \
+                float s_ = srow[w.bk_shift >= 0 ? (kc_ >> w.bk_shift) : kc_ / w.bk];                                \
                 rb[0] *= s_; rb[1] *= s_; rb[2] *= s_; rb[3] *= s_;                \
             }                                                                      \
         } else rb[0] = rb[1] = rb[2] = rb[3] = 0.0f;                               \

@@ -28,7 +28,7 @@ __global__ void __launch_bounds__(I8_WPB *DL_WARP)
     const int lane = threadIdx.x % DL_WARP, wid = threadIdx.x / DL_WARP;
     const int64_t n0 = ((int64_t)blockIdx.x * I8_WPB + wid) * R;
     if (n0 >= w.n) return;
-    const int64_t K = w.k;
+    const int K = (int)w.k; /* 32-bit index math in the hot loop */
     const int8_t *wrow[R];
 #pragma unroll
     for (int r = 0; r < R; r++) wrow[r] = (const int8_t *)w.data + (n0 + r < w.n ? n0 + r : w.n - 1) * w.ld;
@@ -37,18 +37,18 @@ __global__ void __launch_bounds__(I8_WPB *DL_WARP)
     for (int r = 0; r < R; r++)
 #pragma unroll
         for (int m = 0; m < MR; m++) acc[r][m] = 0;
-    const int64_t step = (int64_t)DL_WARP * 16;
-    for (int64_t k0 = (int64_t)lane * 16; k0 < K; k0 += step * I8_U) {
+    const int step = DL_WARP * 16;
+    for (int k0 = lane * 16; k0 < K; k0 += step * I8_U) {
         int4 wv[I8_U][R];
 #pragma unroll
         for (int u = 0; u < I8_U; u++) {
-            const int64_t kk = k0 + u * step;
+            const int kk = k0 + u * step;
 #pragma unroll
             for (int r = 0; r < R; r++) wv[u][r] = kk < K ? *(const int4 *)(wrow[r] + kk) : make_int4(0, 0, 0, 0);
         }
 #pragma unroll
         for (int u = 0; u < I8_U; u++) {
-            const int64_t kk = k0 + u * step;
+            const int kk = k0 + u * step;
             if (kk < K) {
 #pragma unroll
                 for (int m = 0; m < MR; m++) {
