@@ -167,5 +167,82 @@ int main(void) {
     int id = samp_sample(&s, c, V, &lp);
     CHECK(fabs(lp - (l[id] - mx - log(sum))) < 1e-5);
     samp_free(&s);
+    /* the candidate pre-selection gives the same picks as sorting the whole
+     * vocabulary (reference below), across random truncation settings */
+    {
+        static float big[20000], work[20000], pr[20000];
+        static int32_t ix[20000];
+        int mism = 0, draws = 0;
+        for (int trial = 0; trial < 30; trial++) {
+            samp_defaults(&p);
+            p.temperature = 0.3f + 1.5f * (float)(tu_rand_u64(&seed) % 100) / 100.0f;
+            p.top_k = trial % 3 == 0 ? (int)(tu_rand_u64(&seed) % 60) : 0;
+            p.top_p = trial % 2 ? 0.5f + 0.5f * (float)(tu_rand_u64(&seed) % 100) / 100.0f : 1.0f;
+            p.min_p = trial % 5 == 1 ? 0.05f : 0.0f;
+            p.seed = tu_rand_u64(&seed);
+            for (int i = 0; i < 20000; i++) big[i] = 6.0f * tu_randf(&seed);
+            sampler a, b;
+            CHECK(samp_init(&a, &p, 20000) == 0 && samp_init(&b, &p, 20000) == 0);
+            for (int d = 0; d < 15; d++, draws++) {
+                memcpy(work, big, sizeof big);
+                int got = samp_sample(&a, work, 20000, NULL);
+                /* reference: full sort, then the same truncation rules */
+                float mx = big[0];
+                for (int i = 0; i < 20000; i++) mx = big[i] > mx ? big[i] : mx;
+                int n = 0;
+                for (int i = 0; i < 20000; i++) ix[n++] = i;
+                /* sort by (logit desc, id asc) unless nothing truncates (then
+                 * the sampler draws in id order) */
+                int truncates = p.top_k > 0 || p.top_p < 1.0f || p.min_p > 0.0f;
+                for (int gap = truncates ? n / 2 : 0; gap > 0; gap /= 2)
+                    for (int i = gap; i < n; i++)
+                        for (int j = i - gap; j >= 0; j -= gap) {
+                            int x = ix[j], y = ix[j + gap];
+                            if (big[x] > big[y] || (big[x] == big[y] && x < y)) break;
+                            ix[j] = y, ix[j + gap] = x;
+                        }
+                double total = 0;
+                for (int i = 0; i < 20000; i++) total += exp(((double)big[i] - mx) / p.temperature);
+                int k = p.top_k > 0 && p.top_k < n ? p.top_k : n;
+                double sum = 0;
+                for (int i = 0; i < k; i++) {
+                    pr[i] = (float)exp(((double)big[ix[i]] - mx) / p.temperature);
+                    sum += pr[i];
+                }
+                if (k == n) sum = total;
+                n = k;
+                if (p.top_p < 1.0f) {
+                    double c = 0;
+                    for (int i = 0; i < n; i++) {
+                        c += pr[i] / sum;
+                        if (c >= p.top_p) {
+                            n = i + 1;
+                            break;
+                        }
+                    }
+                }
+                if (p.min_p > 0.0f) {
+                    int keep = 1;
+                    while (keep < n && pr[keep] >= pr[0] * p.min_p) keep++;
+                    n = keep;
+                }
+                sum = 0;
+                for (int i = 0; i < n; i++) sum += pr[i];
+                double r = samp_uniform(&b) * sum, c = 0;
+                int want = ix[n - 1];
+                for (int i = 0; i < n; i++) {
+                    c += pr[i];
+                    if (r < c) {
+                        want = ix[i];
+                        break;
+                    }
+                }
+                mism += got != want;
+            }
+            samp_free(&a);
+            samp_free(&b);
+        }
+        CHECKF(mism <= draws / 200, "%d of %d picks differ from a full-sort reference", mism, draws);
+    }
     return TEST_END();
 }

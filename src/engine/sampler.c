@@ -111,16 +111,52 @@ int32_t samp_sample(sampler *s, float *logits, int n_valid, float *logprob) {
     if (p->temperature > 0.0f) {
         float t = p->temperature;
         int n = n_valid;
-        for (int i = 0; i < n; i++) s->idx[i] = i;
-        int k = (p->top_k > 0 && p->top_k < n) ? p->top_k : n;
-        /* partial selection is enough for top-k; full sort only when needed */
-        if (k < n || p->top_p < 1.0f || p->min_p > 0.0f) sort_desc(s->idx, n, logits);
-        if (k < n) n = k;
+        int k = (p->top_k > 0 && p->top_k < n_valid) ? p->top_k : n_valid;
         double sum = 0;
-        for (int i = 0; i < n; i++) {
-            double e = exp(((double)logits[s->idx[i]] - mx) / t);
-            s->prob[i] = (float)e;
-            sum += e;
+        if (k < n_valid || p->top_p < 1.0f || p->min_p > 0.0f) {
+            /* Truncated sampling needs the survivors in sorted order. Sorting
+             * a 150k vocabulary per token is the slow part, so gather only the
+             * tokens within a probability ratio of the maximum that provably
+             * contains every survivor (top-k: at least k of them; top-p: at
+             * least top_p of the total mass; min-p: its own cut-off), widening
+             * the ratio until it does; the result is identical to a full sort. */
+            double total = 0;
+            for (int i = 0; i < n_valid; i++) total += exp(((double)logits[i] - mx) / t);
+            static const double ratios[] = {1e-4, 1e-8, 1e-16, 0.0};
+            for (size_t r = 0; r < sizeof ratios / sizeof *ratios; r++) {
+                double lo = ratios[r] > 0 ? mx + t * log(ratios[r]) : -INFINITY;
+                int by_min_p = 0; /* everything below lo fails min-p anyway */
+                if (p->min_p > 0.0f && mx + t * log((double)p->min_p) >= lo) {
+                    lo = mx + t * log((double)p->min_p);
+                    by_min_p = 1;
+                }
+                double mass = 0;
+                n = 0;
+                for (int i = 0; i < n_valid; i++)
+                    if ((double)logits[i] >= lo) {
+                        s->idx[n++] = i;
+                        mass += exp(((double)logits[i] - mx) / t);
+                    }
+                int exact = ratios[r] == 0.0 || by_min_p ||
+                            (k < n_valid ? n >= k
+                                         : (p->top_p >= 1.0f || mass >= p->top_p * total));
+                if (exact) break;
+            }
+            sort_desc(s->idx, n, logits);
+            if (k < n) n = k;
+            for (int i = 0; i < n; i++) {
+                double e = exp(((double)logits[s->idx[i]] - mx) / t);
+                s->prob[i] = (float)e;
+                sum += e;
+            }
+            if (k == n_valid) sum = total; /* top-p is relative to the whole vocabulary */
+        } else {
+            for (int i = 0; i < n; i++) {
+                s->idx[i] = i;
+                double e = exp(((double)logits[i] - mx) / t);
+                s->prob[i] = (float)e;
+                sum += e;
+            }
         }
         if (p->top_p < 1.0f) {
             double c = 0;
