@@ -355,7 +355,12 @@ X512_FN int fp8mm_rows_avx512(const qmm_f32job *j, int64_t n0, int64_t n1) {
     const int64_t nchm = (seg + 15) / 16 * 2;  /* chunks of 8 per segment, even */
     const int64_t ps = nchm * 16;              /* floats per row pair */
     const int block = w->scale_kind == WS_BLOCK, M = j->M;
-    const int64_t pan = NB; /* 64-row panels: the activation copy is per panel */
+    /* M <= 8 (memory-bound): 8-row panels, so the weights stream as 8
+     * sequential rows (prefetch friendly), with the activations copied once
+     * per call for all segments; larger M: 64-row panels, the activation
+     * segment copied per panel */
+    const int hoist = M <= 8;
+    const int64_t pan = hoist ? NT : NB, xst = nchm * 8;
     const float us = j->w->dtype == DT_F8E4M3 ? 256.0f : 1.0f;
     /* acc: per pair of activation rows q and 8-row tile t, 16 floats
      * [row 2q: 8 outputs | row 2q+1: 8 outputs] (M rounded up to even; an odd
@@ -363,11 +368,21 @@ X512_FN int fp8mm_rows_avx512(const qmm_f32job *j, int64_t n0, int64_t n1) {
     const int64_t Mp = (M + 1) / 2 * 2, ntl = pan / NT;
 #define ACC_AT(m, r) (((int64_t)(m) / 2 * ntl + (r) / NT) * 16 + ((m) & 1) * 8 + (r) % NT)
     float *wbuf = amalloc((size_t)(pan / 2 * ps) * sizeof(float));
-    float *xbuf = amalloc((size_t)M * (size_t)(nchm * 8) * sizeof(float));
+    float *xbuf = amalloc((size_t)M * (size_t)(hoist ? nseg : 1) * (size_t)xst * sizeof(float));
     float *acc = amalloc((size_t)Mp * (size_t)pan * sizeof(float));
     if (!wbuf || !xbuf || !acc) {
         free(wbuf), free(xbuf), free(acc);
         return -1;
+    }
+    /* activation row m, segment g: xseg(g) + m * xst, zero-padded to whole chunks */
+#define XSEG(g) (hoist ? xbuf + (int64_t)(g) * M * xst : xbuf)
+    for (int64_t g = 0; g < (hoist ? nseg : 0); g++) {
+        const int64_t k0 = g * seg, len = K - k0 < seg ? K - k0 : seg;
+        for (int m = 0; m < M; m++) {
+            float *xd = XSEG(g) + (int64_t)m * xst;
+            memcpy(xd, j->x + (int64_t)m * K + k0, (size_t)len * sizeof(float));
+            memset(xd + len, 0, (size_t)(xst - len) * sizeof(float));
+        }
     }
     for (int64_t nb0 = n0; nb0 < n1; nb0 += pan) {
         const int64_t nb = n1 - nb0 < pan ? n1 - nb0 : pan, nbt = (nb + NT - 1) / NT * NT;
@@ -387,8 +402,8 @@ X512_FN int fp8mm_rows_avx512(const qmm_f32job *j, int64_t n0, int64_t n1) {
                     widen_pair(w->dtype, NULL, 0, nch2, wbuf + r / 2 * ps, (int)(r & 1));
                 sb[r] = block && r < nb ? scale_load(w, sidx[r] + g) : 0.0f;
             }
-            for (int m = 0; m < M; m++) {
-                float *xd = xbuf + (int64_t)m * nch * 8;
+            for (int m = 0; m < (hoist ? 0 : M); m++) {
+                float *xd = xbuf + (int64_t)m * xst;
                 memcpy(xd, j->x + (int64_t)m * K + k0, (size_t)len * sizeof(float));
                 memset(xd + len, 0, (size_t)(nch * 8 - len) * sizeof(float));
             }
@@ -401,7 +416,7 @@ X512_FN int fp8mm_rows_avx512(const qmm_f32job *j, int64_t n0, int64_t n1) {
                 __m512 xsv[MR / 2]; /* xs_mode 2: [xs(row 2q) x 8 | xs(row 2q+1) x 8] */
                 for (int i = 0; i < mr; i++) {
                     int m = m0 + i < M ? m0 + i : M - 1;
-                    xr[i] = xbuf + (int64_t)m * nch * 8;
+                    xr[i] = XSEG(g) + (int64_t)m * xst;
                 }
                 for (int q = 0; j->xs_mode == 2 && q < mr / 2; q++) {
                     int ma = m0 + 2 * q, mb = ma + 1 < M ? ma + 1 : M - 1;
@@ -439,6 +454,7 @@ X512_FN int fp8mm_rows_avx512(const qmm_f32job *j, int64_t n0, int64_t n1) {
         }
     }
 #undef ACC_AT
+#undef XSEG
     free(wbuf), free(xbuf), free(acc);
     return 0;
 }
