@@ -1,4 +1,5 @@
-/* fp32-accumulating quantized matmul for M >= 2, AVX-512 register-blocked.
+/* fp32-accumulating quantized matmul, AVX-512: register-widening GEMV for
+ * fp8 at M <= 3, register-blocked tiles on a widened panel otherwise.
  *
  * Same numbers as fp8mm_rows_avx2 (and its M = 1 kernel), bit for bit: each
  * output (m, n) owns one 8-lane fp32 accumulator fed with FMAs of 8 k's at a
@@ -15,7 +16,9 @@
  * (the same exact fp16/F16C widening as the AVX2 kernel, e4m3 scaled by
  * 2^-8) into a buffer of row pairs, [pair][chunk of 8 k][row 2p | row 2p+1],
  * and the activation segment of every row is copied zero-padded to whole
- * chunks, then every (6-row, 8-row) tile runs over the segment. */
+ * chunks (once per call at M <= 8), then every (6-row, 8-row) tile runs over
+ * the segment. At M <= 3 (fp8) the codes are instead widened in registers,
+ * 32 per instruction, two weight rows per zmm (gemv8_t). */
 #include <immintrin.h>
 #include <stdlib.h>
 #include <string.h>
