@@ -6,9 +6,17 @@
 
 #include "backend/cpu/cpu_internal.h"
 #include "core/err.h"
+#if defined(DOTLM_CUDA) || defined(DOTLM_HIP)
+#include "backend/gpu/gpu_backend.h"
+#endif
 
 dl_backend *be_create(const char *name, int nthreads) {
     if (!name || !strcmp(name, "cpu")) return cpu_backend_create(nthreads);
+#if defined(DOTLM_CUDA)
+    if (!strcmp(name, "cuda")) return gpu_backend_create(name);
+#elif defined(DOTLM_HIP)
+    if (!strcmp(name, "hip")) return gpu_backend_create(name);
+#endif
     if (!strcmp(name, "cuda") || !strcmp(name, "hip"))
         return dl_err("backend '%s' is not compiled into this build; rebuild with -DDOTLM_%s=ON",
                       name, !strcmp(name, "cuda") ? "CUDA" : "HIP"),

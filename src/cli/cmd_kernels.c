@@ -31,15 +31,10 @@ int cmd_kernels(int argc, char **argv) {
         fprintf(stderr, "dotlm kernels: unknown option '%s'\n", argv[i]);
         return 2;
     }
-#if defined(__x86_64__)
-    __builtin_cpu_init();
-    printf("cpu features: avx2=%d fma=%d f16c=%d avx512f=%d avxvnni=%d avx512vnni=%d\n",
-           !!__builtin_cpu_supports("avx2"), !!__builtin_cpu_supports("fma"),
-           !!__builtin_cpu_supports("f16c"), !!__builtin_cpu_supports("avx512f"),
-           !!__builtin_cpu_supports("avxvnni"), !!__builtin_cpu_supports("avx512vnni"));
-#else
-    printf("cpu features: (not x86-64)\n");
-#endif
+    unsigned cf = qmm_cpu_features();
+    printf("cpu features: avx2+fma+f16c=%d avx-vnni=%d avx512=%d avx512-vnni=%d\n",
+           !!(cf & QMM_CPU_AVX2), !!(cf & QMM_CPU_VNNI), !!(cf & QMM_CPU_AVX512),
+           !!(cf & QMM_CPU_VNNI512));
     dl_backend *be = be_create(o.backend ? o.backend : "cpu", o.threads);
     if (!be) {
         fprintf(stderr, "dotlm kernels: %s\n", dl_errmsg());

@@ -273,7 +273,11 @@ static double now_s(void) {
 static int upload_all(dl_model *m) {
     dl_backend *be = m->be;
     if (be->upload(be, &m->embed) || be->upload(be, &m->final_norm)) return -1;
-    if (m->lm_head.data != m->embed.data && be->upload(be, &m->lm_head)) return -1;
+    if (m->lm_head.data != m->embed.data) {
+        if (be->upload(be, &m->lm_head)) return -1;
+    } else {
+        m->lm_head.dev = m->embed.dev; /* tied: one device copy serves both */
+    }
     for (int i = 0; i < m->cfg.n_layers; i++) {
         model_layer *L = &m->layers[i];
         dl_weight *ws[] = {&L->attn_norm, &L->q, &L->k, &L->v, &L->o, &L->q_norm,

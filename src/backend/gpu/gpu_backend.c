@@ -7,6 +7,7 @@
  * so the host never waits for the copy it just issued. Errors inside ops
  * (which return void) are kept sticky and reported by the next sync(). */
 #include "backend/gpu/gpu_backend.h"
+#include "backend/gpu/gpu_gdn.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -521,8 +522,8 @@ dl_backend *gpu_backend_create(const char *name) {
     be->gather_rows = gpu_gather_rows;
     be->sigmoid_mul = gpu_sigmoid_mul;
     be->copy2d = gpu_copy2d;
-    /* Gated DeltaNet ops (conv1d_silu, l2norm, gdn_gates, gdn, gated_rmsnorm)
-     * are not implemented on the GPU yet: left NULL ("unsupported"). */
+    /* Gated DeltaNet ops (k_gdn.cu); wraps begin/sync/destroy, so last. */
+    gpu_gdn_install(be);
     return be;
 }
 
