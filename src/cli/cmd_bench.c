@@ -16,12 +16,16 @@
 static void help(FILE *f) {
     fprintf(f,
             "usage: dotlm bench [--shape NxK] [-t N] [--backend B] [--reps R]\n"
-            "       dotlm bench --model MODEL_DIR [--prompt-len P] [--gen G] [-t N] [--backend B]\n\n"
+            "       dotlm bench --model MODEL_DIR [--prompt-len P] [--gen G] [-t N] [--backend B]\n"
+            "       dotlm bench --sweep [--quick]\n\n"
             "Kernel mode: random weights in every format (bf16, f16, f32, fp8 e4m3 block 128x128,\n"
             "fp8 per-channel, int8 W8A8); GEMV (M=1,2,4,8) as GB/s of weight bytes next to the\n"
             "measured memory read bandwidth, and GEMM (M=256) GFLOP/s.\n"
             "Model mode: prompt tok/s over P random tokens and decode tok/s over G steps, with\n"
-            "the decode floor = weight bytes / read bandwidth.\n");
+            "the decode floor = weight bytes / read bandwidth.\n"
+            "Sweep mode: every quantized CPU format x M in {1..256} x model and awkward shapes\n"
+            "against a float64 reference from the same quantized operands; prints the worst\n"
+            "relative error per case and fails above the thresholds (--quick: reduced set).\n");
 }
 
 typedef struct {
@@ -231,6 +235,7 @@ int cmd_bench(int argc, char **argv) {
     long long n = 4096, k = 4096;
     int reps = 20, plen = 128, gen = 32;
     const char *model = NULL;
+    int sweep = 0, quick = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int r = cli_common_opt(&o, argc, argv, &i, "bench");
@@ -246,6 +251,8 @@ int cmd_bench(int argc, char **argv) {
             }
         } else if (!strcmp(a, "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(a, "--model") && i + 1 < argc) model = argv[++i];
+        else if (!strcmp(a, "--sweep")) sweep = 1;
+        else if (!strcmp(a, "--quick")) quick = 1;
         else if (!strcmp(a, "--prompt-len") && i + 1 < argc) plen = atoi(argv[++i]);
         else if (!strcmp(a, "--gen") && i + 1 < argc) gen = atoi(argv[++i]);
         else {
@@ -258,6 +265,11 @@ int cmd_bench(int argc, char **argv) {
         return 2;
     }
     if (o.threads) tp_set_default_threads(o.threads);
+    if (sweep) {
+        int rc = qmm_sweep(stdout, !quick);
+        if (rc) fprintf(stderr, "dotlm bench --sweep: %s\n", dl_errmsg());
+        return rc ? 1 : 0;
+    }
     if (model) {
         o.model_dir = model;
         return model_bench(&o, plen, gen);
