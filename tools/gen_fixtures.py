@@ -309,6 +309,33 @@ def quantized_fixture(out, name, kw, scheme, seed, model_type="qwen3", scale_dty
           f"{np.abs(logits_wo - logits_dec).max():.4f}, greedy {greedy_wo}")
 
 
+def multimodal_fixture(out, name, text_kw, dtype, seed):
+    """A qwen3_5 (image-text) checkpoint: the language model nested under
+    text_config with tensors under model.language_model., plus a (tiny) vision
+    tower that text-only generation must skip. Reference: the same model's
+    logits on a text-only prompt."""
+    from transformers.models.qwen3_5 import configuration_qwen3_5 as cq
+    from transformers import AutoModelForImageTextToText
+    d = os.path.join(out, name)
+    os.makedirs(d, exist_ok=True)
+    vis = dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2,
+               out_hidden_size=text_kw["hidden_size"], patch_size=16)
+    cfg = cq.Qwen3_5Config(text_config=dict(text_kw), vision_config=vis)
+    cfg._attn_implementation = "eager"
+    torch.manual_seed(seed)
+    model = AutoModelForImageTextToText.from_config(cfg, attn_implementation="eager").float().eval()
+    cfg.model_type = "qwen3_5"
+    gen = torch.Generator().manual_seed(seed)
+    randomize(model, gen)  # config.model_type qwen3_5: norms zero-centred there
+    round_to(model, dtype)
+    rng = np.random.default_rng(seed)
+    prompt = rng.integers(0, text_kw["vocab_size"], PROMPT_LEN).tolist()
+    logits, greedy = ref_outputs(model, prompt)
+    model.to(dtype).save_pretrained(d)
+    save_ref(d, prompt, logits, greedy, {"tol": 2e-3, "dtype": str(dtype)})
+    print(f"{name}: logits std {logits.std():.3f}, greedy {greedy}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
@@ -359,6 +386,11 @@ def main():
             linear_key_head_dim=32, linear_value_head_dim=32, linear_conv_kernel_dim=4,
             full_attention_interval=2, partial_rotary_factor=0.25, tie_word_embeddings=False,
             eos_token_id=2), "int8", s + 10, model_type="qwen3_5_text"),
+        "qwen3_5_mm_bf16": lambda: multimodal_fixture(a.out, "qwen3_5_mm_bf16", dict(
+            base, head_dim=32, num_hidden_layers=4, linear_num_key_heads=2, linear_num_value_heads=4,
+            linear_key_head_dim=32, linear_value_head_dim=32, linear_conv_kernel_dim=4,
+            full_attention_interval=2, partial_rotary_factor=0.25, tie_word_embeddings=False,
+            eos_token_id=2), torch.bfloat16, s + 11),
         "qwen3_next_bf16": lambda: dense_fixture(a.out, "qwen3_next_bf16", "qwen3_next", dict(
             base, head_dim=32, num_hidden_layers=4, linear_num_key_heads=2, linear_num_value_heads=4,
             linear_key_head_dim=32, linear_value_head_dim=32, linear_conv_kernel_dim=4,
