@@ -12,15 +12,29 @@ struct tpool {
     pthread_t *th;        /* n - 1 workers */
     pthread_mutex_t mu;
     pthread_cond_t cv_work, cv_done;
-    unsigned long gen;    /* bumped per job */
-    int active;           /* workers still running the current job */
-    int quit;
-    /* current job */
+    _Atomic unsigned long gen; /* bumped per job */
+    _Atomic int active;   /* workers still running the current job */
+    _Atomic int sleepers; /* workers blocked on cv_work */
+    _Atomic int quit;
+    /* current job (published by the release store to gen) */
     tp_fn fn;
     void *ctx;
     size_t total, grain;
     _Atomic size_t cursor;
 };
+
+/* Workers spin this many polls before sleeping: decode runs hundreds of
+ * short parallel loops per token, and a futex wake-up per loop (tens of
+ * microseconds in a VM) would cost more than the loop. */
+#define TP_SPIN 4000
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
 
 static void run_chunks(tpool *tp) {
     for (;;) {
@@ -34,17 +48,30 @@ static void run_chunks(tpool *tp) {
 static void *worker(void *arg) {
     tpool *tp = arg;
     unsigned long seen = 0;
-    pthread_mutex_lock(&tp->mu);
     for (;;) {
-        while (!tp->quit && tp->gen == seen) pthread_cond_wait(&tp->cv_work, &tp->mu);
-        if (tp->quit) break;
-        seen = tp->gen;
-        pthread_mutex_unlock(&tp->mu);
+        unsigned long g = atomic_load(&tp->gen);
+        for (int i = 0; i < TP_SPIN && g == seen && !atomic_load(&tp->quit); i++) {
+            cpu_relax();
+            g = atomic_load(&tp->gen);
+        }
+        if (g == seen && !atomic_load(&tp->quit)) {
+            pthread_mutex_lock(&tp->mu);
+            atomic_fetch_add(&tp->sleepers, 1);
+            while (!atomic_load(&tp->quit) && atomic_load(&tp->gen) == seen)
+                pthread_cond_wait(&tp->cv_work, &tp->mu);
+            atomic_fetch_sub(&tp->sleepers, 1);
+            pthread_mutex_unlock(&tp->mu);
+            g = atomic_load(&tp->gen);
+        }
+        if (atomic_load(&tp->quit)) break;
+        seen = g;
         run_chunks(tp);
-        pthread_mutex_lock(&tp->mu);
-        if (--tp->active == 0) pthread_cond_signal(&tp->cv_done);
+        if (atomic_fetch_sub(&tp->active, 1) == 1) {
+            pthread_mutex_lock(&tp->mu);
+            pthread_cond_signal(&tp->cv_done);
+            pthread_mutex_unlock(&tp->mu);
+        }
     }
-    pthread_mutex_unlock(&tp->mu);
     return NULL;
 }
 
@@ -77,7 +104,7 @@ tpool *tp_create(int nthreads) {
 void tp_free(tpool *tp) {
     if (!tp) return;
     pthread_mutex_lock(&tp->mu);
-    tp->quit = 1;
+    atomic_store(&tp->quit, 1);
     pthread_cond_broadcast(&tp->cv_work);
     pthread_mutex_unlock(&tp->mu);
     for (int i = 0; i < tp->n - 1; i++) pthread_join(tp->th[i], NULL);
@@ -97,20 +124,25 @@ void tp_run(tpool *tp, size_t n, size_t grain, tp_fn fn, void *ctx) {
         fn(ctx, 0, n);
         return;
     }
-    pthread_mutex_lock(&tp->mu);
     tp->fn = fn;
     tp->ctx = ctx;
     tp->total = n;
     tp->grain = grain;
     atomic_store(&tp->cursor, 0);
-    tp->active = tp->n - 1;
-    tp->gen++;
-    pthread_cond_broadcast(&tp->cv_work);
-    pthread_mutex_unlock(&tp->mu);
+    atomic_store(&tp->active, tp->n - 1);
+    atomic_fetch_add(&tp->gen, 1); /* publishes the job (seq_cst) */
+    if (atomic_load(&tp->sleepers) > 0) {
+        pthread_mutex_lock(&tp->mu);
+        pthread_cond_broadcast(&tp->cv_work);
+        pthread_mutex_unlock(&tp->mu);
+    }
     run_chunks(tp);
-    pthread_mutex_lock(&tp->mu);
-    while (tp->active > 0) pthread_cond_wait(&tp->cv_done, &tp->mu);
-    pthread_mutex_unlock(&tp->mu);
+    for (int i = 0; i < TP_SPIN && atomic_load(&tp->active) > 0; i++) cpu_relax();
+    if (atomic_load(&tp->active) > 0) {
+        pthread_mutex_lock(&tp->mu);
+        while (atomic_load(&tp->active) > 0) pthread_cond_wait(&tp->cv_done, &tp->mu);
+        pthread_mutex_unlock(&tp->mu);
+    }
 }
 
 static tpool *g_default;
