@@ -173,10 +173,17 @@ static void test_sched(dl_model *m, int step_tokens, int kv_blocks) {
                  batched[i]->finish != FIN_LENGTH;
     }
     CHECKF(fails == 0, "%d of %d requests differ between batched and alone (step_tokens %d)", fails, N, step_tokens);
-    /* the second run of a prompt reuses its blocks */
-    int reused = 0;
-    for (int i = 0; i < N; i++) reused += alone[i]->n_cached > 0;
-    CHECKF(reused >= 3, "only %d requests reused cached blocks", reused);
+    /* the second run of a prompt reuses its blocks (with the default pool;
+     * a deliberately tiny pool may evict them between the two runs) */
+    int reused = 0, cacheable = 0;
+    for (int i = 0; i < N; i++) {
+        reused += alone[i]->n_cached > 0;
+        cacheable += jobs[i].n > 40; /* at least two full 16-token blocks */
+    }
+    if (kv_blocks == 0)
+        CHECKF(reused >= (cacheable < 3 ? cacheable : 3),
+               "only %d requests reused cached blocks (%d cacheable, step_tokens %d)", reused,
+               cacheable, step_tokens);
     /* cancellation frees the slot */
     job_t big = jobs[0];
     big.max_tokens = 100;
