@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/err.h"
+#include "io/cfg_json.h"
 #include "io/safetensors_int.h"
 
 /* Copy `s` into `buf` for a message: at most ~120 bytes, control characters
@@ -43,19 +44,6 @@ __attribute__((format(printf, 3, 4))) static int st_terr(const char *label, cons
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     return dl_err("%s: tensor '%s': %s", label, st_printable(name, nb, sizeof nb), msg);
-}
-
-static const char *st_json_kind(const json_t *v) {
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a real number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    default: return "null";
-    }
 }
 
 st_set *st__new(void) {
@@ -94,14 +82,14 @@ static int st_push_tensor(st_set *s, const st_tensor *t, const char *label) {
 static int st_check_metadata(const json_t *v, const char *label) {
     if (!json_is_object(v))
         return dl_err("%s: '__metadata__' is %s, expected an object of strings", label,
-                      st_json_kind(v));
+                      cj_kind(v));
     const char *k;
     json_t *e;
     json_object_foreach((json_t *)v, k, e) {
         if (!json_is_string(e)) {
             char kb[128];
             return dl_err("%s: '__metadata__' entry '%s' is %s, expected a string", label,
-                          st_printable(k, kb, sizeof kb), st_json_kind(e));
+                          st_printable(k, kb, sizeof kb), cj_kind(e));
         }
     }
     return 0;
@@ -112,7 +100,7 @@ static int st_check_metadata(const json_t *v, const char *label) {
 static int st_parse_entry(const char *label, const char *name, const json_t *v,
                           const uint8_t *data, size_t data_len, st_tensor *t) {
     if (!*name) return dl_err("%s: header has a tensor with an empty name", label);
-    if (!json_is_object(v)) return st_terr(label, name, "entry is %s, expected an object", st_json_kind(v));
+    if (!json_is_object(v)) return st_terr(label, name, "entry is %s, expected an object", cj_kind(v));
     const char *k;
     json_t *e;
     json_object_foreach((json_t *)v, k, e) {
@@ -124,7 +112,7 @@ static int st_parse_entry(const char *label, const char *name, const json_t *v,
     /* dtype */
     json_t *jd = json_object_get(v, "dtype");
     if (!jd) return st_terr(label, name, "missing field 'dtype'");
-    if (!json_is_string(jd)) return st_terr(label, name, "'dtype' is %s, expected a string", st_json_kind(jd));
+    if (!json_is_string(jd)) return st_terr(label, name, "'dtype' is %s, expected a string", cj_kind(jd));
     if (dt_parse(json_string_value(jd), &t->dtype)) {
         char db[128];
         return st_terr(label, name, "unknown dtype '%s'", st_printable(json_string_value(jd), db, sizeof db));
@@ -132,7 +120,7 @@ static int st_parse_entry(const char *label, const char *name, const json_t *v,
     /* shape */
     json_t *js = json_object_get(v, "shape");
     if (!js) return st_terr(label, name, "missing field 'shape'");
-    if (!json_is_array(js)) return st_terr(label, name, "'shape' is %s, expected an array", st_json_kind(js));
+    if (!json_is_array(js)) return st_terr(label, name, "'shape' is %s, expected an array", cj_kind(js));
     size_t nd = json_array_size(js);
     if (nd > ST_MAX_DIMS) return st_terr(label, name, "shape has %zu dimensions (at most %d supported)", nd, ST_MAX_DIMS);
     t->ndim = (int)nd;
@@ -141,7 +129,7 @@ static int st_parse_entry(const char *label, const char *name, const json_t *v,
     for (size_t i = 0; i < nd; i++) {
         json_t *d = json_array_get(js, i);
         if (!json_is_integer(d))
-            return st_terr(label, name, "shape[%zu] is %s, expected an integer", i, st_json_kind(d));
+            return st_terr(label, name, "shape[%zu] is %s, expected an integer", i, cj_kind(d));
         json_int_t x = json_integer_value(d);
         if (x < 0) return st_terr(label, name, "shape[%zu] is negative (%lld)", i, (long long)x);
         t->shape[i] = (int64_t)x;
@@ -160,7 +148,7 @@ static int st_parse_entry(const char *label, const char *name, const json_t *v,
     json_t *jo = json_object_get(v, "data_offsets");
     if (!jo) return st_terr(label, name, "missing field 'data_offsets'");
     if (!json_is_array(jo) || json_array_size(jo) != 2)
-        return st_terr(label, name, "'data_offsets' must be [begin, end] (got %s%s)", st_json_kind(jo),
+        return st_terr(label, name, "'data_offsets' must be [begin, end] (got %s%s)", cj_kind(jo),
                        json_is_array(jo) ? " of the wrong length" : "");
     json_t *jb = json_array_get(jo, 0), *je = json_array_get(jo, 1);
     if (!json_is_integer(jb) || !json_is_integer(je))
@@ -236,7 +224,7 @@ static int st_parse(st_set *s, int file, const uint8_t *buf, size_t len, const c
         return dl_err("%s: header is not valid JSON: %s (at byte %d)", label, je.text, je.position);
     }
     if (!json_is_object(root)) {
-        int rc = dl_err("%s: header is %s, expected a JSON object", label, st_json_kind(root));
+        int rc = dl_err("%s: header is %s, expected a JSON object", label, cj_kind(root));
         json_decref(root);
         return rc;
     }

@@ -123,19 +123,6 @@ static json_t *undefined_node(rs *st, const tnode *n, const char *what) {
     return undefined_err(st, n->line, what);
 }
 
-static const char *type_name(json_t *v) {
-    if (!v) return "Undefined";
-    switch (json_typeof(v)) {
-    case JSON_STRING: return "str";
-    case JSON_ARRAY: return "list";
-    case JSON_OBJECT: return "dict";
-    case JSON_INTEGER: return "int";
-    case JSON_REAL: return "float";
-    case JSON_TRUE: case JSON_FALSE: return "bool";
-    default: return "NoneType";
-    }
-}
-
 static json_t *getitem(rs *st, json_t *obj, json_t *key) {
     (void)st;
     if (json_is_object(obj)) {
@@ -211,7 +198,7 @@ static json_t *arith(rs *st, int line, int op, json_t *a, json_t *b) {
     }
     if (!tv_is_num(a) || !tv_is_num(b)) {
         static const char *names[] = {"+", "-", "*", "/", "//", "%", "**"};
-        rs_err(st, line, "unsupported operand type(s) for %s: '%s' and '%s'", names[op], type_name(a), type_name(b));
+        rs_err(st, line, "unsupported operand type(s) for %s: '%s' and '%s'", names[op], tv_type_name(a), tv_type_name(b));
         return NULL;
     }
     if (tv_is_int(a) && tv_is_int(b) && op != OP_DIV) {
@@ -269,7 +256,7 @@ static json_t *arith(rs *st, int line, int op, json_t *a, json_t *b) {
 static int contains(rs *st, int line, json_t *hay, json_t *needle) {
     if (!hay) return 0;
     if (json_is_string(hay)) {
-        if (!needle || !json_is_string(needle)) return rs_err(st, line, "'in <string>' requires string as left operand, not %s", type_name(needle));
+        if (!needle || !json_is_string(needle)) return rs_err(st, line, "'in <string>' requires string as left operand, not %s", tv_type_name(needle));
         size_t hn = json_string_length(hay), nn = json_string_length(needle);
         if (!nn) return 1;
         return memmem(json_string_value(hay), hn, json_string_value(needle), nn) != NULL;
@@ -280,7 +267,7 @@ static int contains(rs *st, int line, json_t *hay, json_t *needle) {
         return 0;
     }
     if (json_is_object(hay)) return needle && json_is_string(needle) && json_object_get(hay, json_string_value(needle));
-    return rs_err(st, line, "argument of type '%s' is not iterable", type_name(hay));
+    return rs_err(st, line, "argument of type '%s' is not iterable", tv_type_name(hay));
 }
 
 static json_t *compare(rs *st, const tnode *n) {
@@ -300,7 +287,7 @@ static json_t *compare(rs *st, const tnode *n) {
         default:
             if (!a || !b) { undefined_err(st, n->line, "a compared value"); r = -1; break; }
             if (tv_cmp(a, b, &c)) {
-                rs_err(st, n->line, "'%s' not supported between instances of '%s' and '%s'", op == OP_LT ? "<" : op == OP_LE ? "<=" : op == OP_GT ? ">" : ">=", type_name(a), type_name(b));
+                rs_err(st, n->line, "'%s' not supported between instances of '%s' and '%s'", op == OP_LT ? "<" : op == OP_LE ? "<=" : op == OP_GT ? ">" : ">=", tv_type_name(a), tv_type_name(b));
                 r = -1;
                 break;
             }
@@ -481,7 +468,7 @@ static json_t *ev_call(rs *st, const tnode *n) {
             r = call_macro(st, n, m, args, argn, na);
         } else if (found && rs_special(st, f) == SP_FUNC) {
             r = call_global(st, n, st->sp[sp_index(st, f)].fname, args, argn, na);
-        } else if (found && f) rs_err(st, n->line, "'%s' object is not callable", type_name(f));
+        } else if (found && f) rs_err(st, n->line, "'%s' object is not callable", tv_type_name(f));
         else r = call_global(st, n, cal->name, args, argn, na);
         json_decref(f);
     } else rs_err(st, n->line, "object is not callable");
@@ -594,7 +581,7 @@ static json_t *ev(rs *st, const tnode *n) {
         a = ev(st, n->k[0]);
         if (st->err) return NULL;
         if (!a) return undefined_err(st, n->line, "a negated value");
-        if (!tv_is_num(a)) rs_err(st, n->line, "bad operand type for unary %c: '%s'", n->kind == E_NEG ? '-' : '+', type_name(a));
+        if (!tv_is_num(a)) rs_err(st, n->line, "bad operand type for unary %c: '%s'", n->kind == E_NEG ? '-' : '+', tv_type_name(a));
         else if (json_is_real(a)) r = json_real(n->kind == E_NEG ? -json_real_value(a) : json_real_value(a));
         else {
             long long x = json_is_integer(a) ? (long long)json_integer_value(a) : json_is_true(a);

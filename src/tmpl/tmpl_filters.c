@@ -24,19 +24,6 @@ static json_t *arg(json_t **args, char **argn, int na, int pos, const char *name
     return NULL;
 }
 
-static const char *tname(json_t *v) {
-    if (!v) return "Undefined";
-    switch (json_typeof(v)) {
-    case JSON_STRING: return "str";
-    case JSON_ARRAY: return "list";
-    case JSON_OBJECT: return "dict";
-    case JSON_INTEGER: return "int";
-    case JSON_REAL: return "float";
-    case JSON_TRUE: case JSON_FALSE: return "bool";
-    default: return "NoneType";
-    }
-}
-
 static json_t *to_str(rs *st, json_t *v) {
     if (v && json_is_string(v)) return json_incref(v);
     tbuf b = {0};
@@ -66,7 +53,7 @@ json_t *tf_iter(rs *st, int line, json_t *v) {
         }
         return r;
     }
-    rs_err(st, line, "'%s' object is not iterable", rs_special(st, v) ? "Namespace" : tname(v));
+    rs_err(st, line, "'%s' object is not iterable", rs_special(st, v) ? "Namespace" : tv_type_name(v));
     return NULL;
 }
 
@@ -89,7 +76,7 @@ json_t *tf_slice(rs *st, int line, json_t *v, json_t *start, json_t *stop, json_
     if (json_is_array(v)) seq = json_incref(v);
     else if (json_is_string(v)) seq = tf_iter(st, line, v);
     else { /* jinja2 compiles slices to a plain Python subscript: TypeError */
-        rs_err(st, line, "'%s' object is not subscriptable", tname(v));
+        rs_err(st, line, "'%s' object is not subscriptable", tv_type_name(v));
         return NULL;
     }
     n = (long long)json_array_size(seq);
@@ -359,7 +346,7 @@ json_t *tf_filter(rs *st, int line, const char *f, json_t *v, json_t **args, cha
         !strcmp(f, "replace") || !strcmp(f, "indent") || !strcmp(f, "wordcount") || !strcmp(f, "center")) {
         if (!strcmp(f, "safe") && v) return json_incref(v);
         if (!strcmp(f, "indent") && !(v && json_is_string(v))) { /* jinja2 appends "\n" to the value */
-            rs_err(st, line, "indent needs a string, not '%s'", tname(v));
+            rs_err(st, line, "indent needs a string, not '%s'", tv_type_name(v));
             return NULL;
         }
         s = to_str(st, v);
@@ -403,7 +390,7 @@ json_t *tf_filter(rs *st, int line, const char *f, json_t *v, json_t **args, cha
         if (json_is_string(v)) return json_integer((json_int_t)tu_cplen(S(v), SN(v)));
         if (json_is_array(v)) return json_integer((json_int_t)json_array_size(v));
         if (json_is_object(v) && !rs_special(st, v)) return json_integer((json_int_t)json_object_size(v));
-        rs_err(st, line, "object of type '%s' has no len()", tname(v));
+        rs_err(st, line, "object of type '%s' has no len()", tv_type_name(v));
         return NULL;
     }
     if (!strcmp(f, "default") || !strcmp(f, "d")) {
@@ -446,7 +433,7 @@ json_t *tf_filter(rs *st, int line, const char *f, json_t *v, json_t **args, cha
     if (!strcmp(f, "int")) return do_int(v, arg(args, argn, na, 0, "default", NULL));
     if (!strcmp(f, "float")) return do_float(v, arg(args, argn, na, 0, "default", NULL));
     if (!strcmp(f, "abs")) {
-        if (!tv_is_num(v)) { rs_err(st, line, "bad operand type for abs(): '%s'", tname(v)); return NULL; }
+        if (!tv_is_num(v)) { rs_err(st, line, "bad operand type for abs(): '%s'", tv_type_name(v)); return NULL; }
         if (json_is_real(v)) return json_real(fabs(json_real_value(v)));
         long long x = json_is_integer(v) ? (long long)json_integer_value(v) : json_is_true(v);
         return json_integer(x < 0 && x != INT64_MIN ? -x : x);
@@ -674,7 +661,7 @@ int tf_test(rs *st, int line, const char *t, json_t *v, json_t **args, int na) {
             return 0;
         }
         if (json_is_object(a)) return v && json_is_string(v) && json_object_get(a, S(v));
-        return rs_err(st, line, "argument of type '%s' is not iterable", tname(a));
+        return rs_err(st, line, "argument of type '%s' is not iterable", tv_type_name(a));
     }
     return rs_err(st, line, "no test named '%s'", t);
 }
@@ -844,7 +831,7 @@ json_t *tf_method(rs *st, int line, json_t *obj, const char *m, json_t **args, c
     }
     const char *mut[] = {"append", "pop", "insert", "extend", "remove", "clear", "update", "setdefault", "popitem", "sort", "reverse", NULL};
     for (int i = 0; mut[i]; i++)
-        if (!strcmp(m, mut[i])) { rs_err(st, line, "access to attribute '%s' of '%s' object is unsafe.", m, tname(obj)); return NULL; }
-    rs_err(st, line, "'%s' object has no attribute '%s'", rs_special(st, obj) ? "Namespace" : tname(obj), m);
+        if (!strcmp(m, mut[i])) { rs_err(st, line, "access to attribute '%s' of '%s' object is unsafe.", m, tv_type_name(obj)); return NULL; }
+    rs_err(st, line, "'%s' object has no attribute '%s'", rs_special(st, obj) ? "Namespace" : tv_type_name(obj), m);
     return NULL;
 }

@@ -61,6 +61,8 @@ struct tmpl {
 void tn_free(tnode *n);
 
 /* ---- values (tmpl_val.c); NULL json_t* means jinja2 Undefined ---- */
+/* Python type name of a value as jinja2 error messages print it ("str", "dict", "Undefined"...). */
+const char *tv_type_name(json_t *v);
 int tv_is_int(json_t *v);   /* integer or boolean (Python bool is an int) */
 int tv_is_num(json_t *v);
 double tv_num(json_t *v);

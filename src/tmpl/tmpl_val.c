@@ -347,3 +347,16 @@ int tv_cmp(json_t *a, json_t *b, int *res) {
     }
     return -1;
 }
+
+const char *tv_type_name(json_t *v) {
+    if (!v) return "Undefined";
+    switch (json_typeof(v)) {
+    case JSON_STRING: return "str";
+    case JSON_ARRAY: return "list";
+    case JSON_OBJECT: return "dict";
+    case JSON_INTEGER: return "int";
+    case JSON_REAL: return "float";
+    case JSON_TRUE: case JSON_FALSE: return "bool";
+    default: return "NoneType";
+    }
+}
