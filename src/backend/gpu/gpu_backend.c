@@ -74,6 +74,7 @@ typedef struct {
     int32_t *d_btab;
     size_t d_btab_cap;
     int mbps;
+    int maxlen;       /* max over the batch of pos + 1 */
     /* pinned staging, double-buffered */
     int32_t *h_stage[2];
     size_t h_stage_cap[2];
@@ -314,6 +315,9 @@ static int gpu_begin(dl_backend *be, const dl_batch *b, const dl_kvcache *kv) {
     g->ev_used[c] = 1;
     g->ntok = (int)nt;
     g->mbps = kv ? kv->max_blocks_per_seq : 0;
+    g->maxlen = 0;
+    for (size_t i = 0; i < nt; i++)
+        if (b->pos[i] + 1 > g->maxlen) g->maxlen = b->pos[i] + 1;
     return 0;
 }
 
@@ -429,7 +433,7 @@ static void gpu_attention(dl_backend *be, float *out, const float *q, const dl_k
         return;
     }
     gk_attn a = {.ntok = g->ntok, .nh = nh, .nkv = kv->n_kv_heads, .hd = kv->head_dim, .bs = kv->block_size,
-                 .mbps = kv->max_blocks_per_seq, .kv_f16 = kv->dtype == DT_F16, .scale = scale,
+                 .mbps = kv->max_blocks_per_seq, .maxlen = g->maxlen, .kv_f16 = kv->dtype == DT_F16, .scale = scale,
                  .kc = kv->k[layer], .vc = kv->v[layer], .seq = d_seq(g), .pos = d_pos(g), .btab = g->d_btab};
     if (g->ntok <= GEMV_MAX_M && kreg_use(&K_ATT_SPLIT)) {
         if (ensure_dev(g, &g->wsa, &g->wsa_cap, gk_attn_split_ws(&a))) return;

@@ -68,6 +68,22 @@ void gk_int8_ref(void *s, float *y, const int8_t *xq, const float *xs, const gk_
  * or the static scale when static_scale > 0. */
 void gk_actq_fp8(void *s, float *xo, const float *x, int M, int k, int group, float static_scale);
 
+/* Several weights of one format sharing the activation x (q/k/v, gate/up)
+ * in one launch: y[i][M, w[i].n] = x[M, k] W_i^T. Every weight has the same
+ * dtype, scale_kind, block sizes and k, and passes gk_gemv_ok (float
+ * formats) or gk_int8_gemv_ok (W8A8). Each output is bitwise equal to
+ * gk_gemv / gk_int8_gemv on that weight alone. M <= 8. */
+#define GK_MULTI_MAX 3
+typedef struct {
+    int count;
+    gk_weight w[GK_MULTI_MAX];
+    float *y[GK_MULTI_MAX];
+} gk_multi;
+int gk_gemv_multi_ok(const gk_multi *mw); /* same format/k and every gk_gemv_ok */
+void gk_gemv_multi(void *s, const gk_multi *mw, const float *x, int M);
+int gk_int8_gemv_multi_ok(const gk_multi *mw);
+void gk_int8_gemv_multi(void *s, const gk_multi *mw, const int8_t *xq, const float *xs, int M, int kp);
+
 /* ---- elementwise (k_ops.cu) ---- */
 /* x[i, :] = emb[tokens[i], :] * row scale (tensor/channel scales honoured) */
 void gk_embed(void *s, float *x, const gk_weight *emb, const int32_t *tokens, int ntok);
@@ -89,6 +105,7 @@ void gk_gather_rows(void *s, float *dst, const float *src, const int32_t *idx, i
 /* ---- attention (k_attention.cu) ---- */
 typedef struct {
     int ntok, nh, nkv, hd, bs, mbps, kv_f16;
+    int maxlen;                /* max over the batch of pos + 1 (host-computed in begin()) */
     float scale;
     const void *kc, *vc;       /* layer's cache */
     const int32_t *seq, *pos, *btab;
