@@ -217,6 +217,8 @@ static void test_validation(dl_model *m) {
     memset(&s, 0, sizeof s);
     s.m = m;
     s.sched = sc;
+    s.cap = sched_capacity(sc);
+    s.vocab = m->cfg.vocab;
     s.o.served_name = "tiny";
     s.o.max_tokens_cap = 40;
     s.eos[0] = 7;
@@ -278,7 +280,7 @@ static void test_validation(dl_model *m) {
         free(js);
         json_decref(ej);
         json_decref(b);
-        srv_req_unref(job.r);
+        oai_job_free(&job);
     }
     CHECKF(bad == 0, "%d validation cases wrong", bad);
     /* a valid body: fields land in the request, max_tokens clamped to the cap */

@@ -84,17 +84,24 @@ static void test_stop(void) {
 /* ---- tool calls and reasoning ---- */
 typedef struct {
     srv_buf content, reasoning, names, args;
-    int ncalls;
+    int ncalls, bad_index, broken;
 } acc;
 
 static void take(acc *a, srv_parse_out *o) {
     sb_add(&a->content, o->content.p ? o->content.p : "", o->content.n);
     sb_add(&a->reasoning, o->reasoning.p ? o->reasoning.p : "", o->reasoning.n);
-    for (int i = 0; i < o->n_calls; i++) {
-        sb_printf(&a->names, "%s;", o->calls[i].name);
-        sb_printf(&a->args, "%s;", o->calls[i].args);
+    /* args: "|" before each call's arguments, fragments joined */
+    for (int i = 0; i < o->n_tools; i++) {
+        const srv_tool_delta *t = &o->tools[i];
+        if (t->name) {
+            if (t->index != a->ncalls) a->bad_index++;
+            sb_printf(&a->names, "%s;", t->name);
+            sb_adds(&a->args, "|");
+            a->ncalls++;
+        } else if (t->index != a->ncalls - 1) a->bad_index++;
+        sb_add(&a->args, t->args.p ? t->args.p : "", t->args.n);
     }
-    a->ncalls += o->n_calls;
+    a->broken += o->n_broken;
     srv_parse_out_reset(o);
 }
 
@@ -140,7 +147,7 @@ static void test_toolparse(void) {
                 sb_printf(&text, "<tool_call>\n{\"name\": \"fn_%d\", \"arguments\": {\"x\": %d, \"s\": \"%s\"}}\n</tool_call>%s",
                           x, x, s, rnd(2) ? "\n" : "");
                 sb_printf(&want.names, "fn_%d;", x);
-                sb_printf(&want.args, "{\"x\":%d,\"s\":\"%s\"};", x, s);
+                sb_printf(&want.args, "|{\"x\": %d, \"s\": \"%s\"}", x, s);
                 want.ncalls++;
                 after_block = 1;
             } else { /* malformed: returned verbatim as content */
@@ -165,7 +172,8 @@ static void test_toolparse(void) {
         srv_parser_finish(&p, &o);
         take(&got, &o);
 #define SAME(f) (got.f.n == want.f.n && (!want.f.n || !memcmp(got.f.p, want.f.p, want.f.n)))
-        int ok = SAME(content) && SAME(reasoning) && SAME(names) && SAME(args) && got.ncalls == want.ncalls;
+        int ok = SAME(content) && SAME(reasoning) && SAME(names) && SAME(args) && got.ncalls == want.ncalls &&
+                 !got.bad_index && !got.broken;
         if (!ok && bad < 5)
             fprintf(stderr, "parser case:\n%s\n-- content got '%s' want '%s'; calls %d/%d args '%s'/'%s'\n",
                     text.p ? text.p : "", got.content.p ? got.content.p : "", want.content.p ? want.content.p : "",
@@ -199,7 +207,7 @@ static void test_toolparse(void) {
     t = "<tool_call>{\"name\": \"f\"}</tool_call><think>x</think>";
     srv_parser_feed(&p, t, strlen(t), &o);
     srv_parser_finish(&p, &o);
-    CHECK(o.content.p && !strcmp(o.content.p, t) && o.n_calls == 0);
+    CHECK(o.content.p && !strcmp(o.content.p, t) && o.n_tools == 0);
     srv_parser_free(&p);
     srv_parse_out_free(&o);
     /* string arguments and "parameters" are accepted */
@@ -290,7 +298,7 @@ static void test_sse(void) {
         }
         ok &= *p == 0 && nfin == 1 && usage == job.include_usage;
         /* content deltas rebuild the text minus the call (whitespace after a call is dropped) */
-        ok &= content.n <= full.n && args.n == (ncall ? strlen("{\"q\":\"a\\nb\"}") : 0);
+        ok &= content.n <= full.n && args.n == (ncall ? strlen("{\"q\": \"a\\nb\"}") : 0);
         if (!ncall) ok &= content.n == full.n && (!full.n || !memcmp(content.p, full.p, full.n));
         if (!ok) {
             CHECKF(0, "SSE framing broken:\n%s", sse.p);

@@ -121,8 +121,8 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
 static void stream_free(void *cls) {
     stream_state *st = cls;
     srv_req_cancel(st->job.r); /* no-op when finished; frees KV at once otherwise */
-    srv_req_unref(st->job.r);
     oai_out_free(&st->out);
+    oai_job_free(&st->job);
     sb_free(&st->sse);
     free(st);
 }
@@ -143,13 +143,13 @@ static enum MHD_Result generate(srv_server *s, struct MHD_Connection *c, conn_st
     int bad = oai_parse(s, body, chat, &job, &e);
     json_decref(body);
     if (bad) {
-        srv_req_unref(job.r);
+        oai_job_free(&job);
         return reply_err(c, &e);
     }
     srv_req *r = job.r;
     int q = sched_submit(s->sched, r);
     if (q != SCHED_OK) {
-        srv_req_unref(r);
+        oai_job_free(&job);
         return q == SCHED_FULL ? simple_err(c, 429, "rate_limit_error", "the request queue is full; retry later")
                                : simple_err(c, 503, "server_error", "the server is shutting down");
     }
@@ -157,14 +157,14 @@ static enum MHD_Result generate(srv_server *s, struct MHD_Connection *c, conn_st
         stream_state *st = calloc(1, sizeof *st);
         if (!st) {
             srv_req_cancel(r);
-            srv_req_unref(r);
+            oai_job_free(&job);
             return simple_err(c, 500, "server_error", "out of memory");
         }
         st->s = s;
         st->c = c;
         st->job = job;
-        oai_out_init(&st->out, &st->job);
-        struct MHD_Response *resp =
+        int bad_out = oai_out_init(&st->out, &st->job);
+        struct MHD_Response *resp = bad_out ? NULL :
             MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_reader, st, stream_free);
         if (!resp) {
             stream_free(st);
@@ -184,7 +184,7 @@ static enum MHD_Result generate(srv_server *s, struct MHD_Connection *c, conn_st
         if (r->finish == FIN_NONE && peer_gone(c)) {
             pthread_mutex_unlock(&r->mu);
             srv_req_cancel(r);
-            srv_req_unref(r);
+            oai_job_free(&job);
             srv_metrics_status(499);
             return MHD_NO;
         }
@@ -195,13 +195,12 @@ static enum MHD_Result generate(srv_server *s, struct MHD_Connection *c, conn_st
         ret = simple_err(c, code, "server_error", r->err);
     } else {
         oai_out o;
-        oai_out_init(&o, &job);
-        char *txt = oai_full_response(s, &o);
+        char *txt = oai_out_init(&o, &job) ? NULL : oai_full_response(s, &o);
         oai_out_free(&o);
         ret = reply(c, 200, "application/json", txt);
     }
     pthread_mutex_unlock(&r->mu);
-    srv_req_unref(r);
+    oai_job_free(&job);
     return ret;
 }
 
@@ -324,6 +323,9 @@ srv_server *srv_start(dl_model *m, const tok_tokenizer *tk, json_t *tokcfg, srv_
     s->sched = sched;
     s->o = *o;
     s->reasoning = tok_find(tk, "<think>") >= 0 && tok_find(tk, "</think>") >= 0;
+    s->cap = sched_capacity(sched);
+    s->vocab = m->cfg.vocab;
+    s->tool_format = tokcfg && oai_template_tool_format(tokcfg);
     for (int i = 0; i < m->cfg.n_eos && s->n_eos < SRV_MAX_STOP_IDS / 2; i++) s->eos[s->n_eos++] = m->cfg.eos_ids[i];
     for (int i = 0; i < m->gen.n_eos && s->n_eos < SRV_MAX_STOP_IDS / 2; i++) s->eos[s->n_eos++] = m->gen.eos_ids[i];
     memcpy(s->chat_eos, s->eos, sizeof s->eos);

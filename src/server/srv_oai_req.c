@@ -120,10 +120,12 @@ static json_t *norm_messages(json_t *msgs, oai_err *e) {
     return out;
 }
 
-/* Validate tools/tool_choice; *tools_out = tools to render (new ref or NULL). */
-static int tools_check(json_t *b, json_t **tools_out, int *parse, oai_err *e) {
+/* Validate tools/tool_choice. *tools_out = tools to render (new ref or
+ * NULL), *parse = look for tool calls in the output, job->force and its
+ * name / allowed names for a named or "required" choice. */
+static int tools_check(srv_server *s, json_t *b, json_t **tools_out, oai_job *job, oai_err *e) {
     *tools_out = NULL;
-    *parse = 0;
+    job->tools = 0;
     json_t *tools = json_object_get(b, "tools");
     json_t *tc = json_object_get(b, "tool_choice");
     if (tools && json_is_null(tools)) tools = NULL;
@@ -157,20 +159,56 @@ static int tools_check(json_t *b, json_t **tools_out, int *parse, oai_err *e) {
             return BAD("tool_choice", "'tool_choice' is set but no 'tools' were given");
     }
     if (!tools || !strcmp(mode, "none")) return 0;
+    int required = !strcmp(mode, "required");
+    if ((named || required) && !s->tool_format)
+        return BAD("tool_choice", "tool_choice '%s' cannot be enforced: this model's chat template has no "
+                   "<tool_call>{\"name\", \"arguments\"} format the server knows; use \"auto\" or \"none\"",
+                   named ? named : mode);
+    json_t *sel = json_array();
+    size_t i;
+    json_t *t;
+    json_array_foreach(tools, i, t) {
+        const char *fn = json_string_value(json_object_get(json_object_get(t, "function"), "name"));
+        if (!named || !strcmp(fn, named)) json_array_append(sel, t);
+    }
+    if (named && !json_array_size(sel)) {
+        json_decref(sel);
+        return BAD("tool_choice", "tool_choice names function '%s', which is not in 'tools'", named);
+    }
     if (named) {
-        json_t *sel = json_array();
-        size_t i;
-        json_t *t;
-        json_array_foreach(tools, i, t) if (!strcmp(json_string_value(json_object_get(json_object_get(t, "function"), "name")), named))
-            json_array_append(sel, t);
-        if (!json_array_size(sel)) {
-            json_decref(sel);
-            return BAD("tool_choice", "tool_choice names function '%s', which is not in 'tools'", named);
-        }
-        *tools_out = sel;
-    } else *tools_out = json_incref(tools);
-    *parse = 1;
+        job->force = OAI_FORCE_NAMED;
+        if (!(job->force_name = strdup(named))) return json_decref(sel), oai_error(e, 500, "server_error", NULL, "out of memory");
+    } else if (required) {
+        job->force = OAI_FORCE_REQUIRED;
+        job->tool_names = json_array();
+        json_array_foreach(tools, i, t)
+            json_array_append(job->tool_names, json_object_get(json_object_get(t, "function"), "name"));
+    }
+    *tools_out = sel;
+    job->tools = 1;
     return 0;
+}
+
+static int tool_format_text(const char *t) {
+    return t && strstr(t, "<tool_call>") && strstr(t, "arguments") && !strstr(t, "<function=");
+}
+
+int oai_template_tool_format(json_t *tokcfg) {
+    json_t *ct = json_object_get(tokcfg, "chat_template");
+    if (json_is_string(ct)) return tool_format_text(json_string_value(ct));
+    size_t i;
+    json_t *x;
+    json_array_foreach(ct, i, x) if (tool_format_text(json_string_value(json_object_get(x, "template")))) return 1;
+    return 0;
+}
+
+void oai_job_free(oai_job *job) {
+    srv_req_unref(job->r);
+    free(job->force_name);
+    json_decref(job->tool_names);
+    job->r = NULL;
+    job->force_name = NULL;
+    job->tool_names = NULL;
 }
 
 static int add_stop(srv_req *r, const char *s) {
@@ -182,12 +220,31 @@ static int add_stop(srv_req *r, const char *s) {
     return 0;
 }
 
-/* Chat: render the template and tokenize. */
+/* The text a forced call opens with (appended to the rendered prompt):
+ * `<tool_call>\n` for "required", plus `{"name": NAME, "arguments":` for a
+ * named function. It stops before the value so that the model writes the
+ * value's first token (` {"`) as it learned it. malloc'd or NULL. */
+static char *forced_opening(const oai_job *job, int close_think) {
+    srv_buf b = {0};
+    int rc = close_think ? sb_adds(&b, "\n</think>\n\n") : 0;
+    rc |= sb_adds(&b, "<tool_call>\n");
+    if (job->force == OAI_FORCE_NAMED) {
+        json_t *n = json_string(job->force_name);
+        char *q = n ? json_dumps(n, JSON_ENCODE_ANY) : NULL;
+        json_decref(n);
+        rc |= !q || sb_printf(&b, "{\"name\": %s, \"arguments\":", q);
+        free(q);
+    }
+    if (rc) return sb_free(&b), NULL;
+    return sb_take(&b);
+}
+
+/* Chat: render the template (plus a forced call opening) and tokenize. */
 static int chat_prompt(srv_server *s, json_t *b, oai_job *job, oai_err *e) {
     json_t *msgs = norm_messages(json_object_get(b, "messages"), e);
     if (!msgs) return -1;
     json_t *tools = NULL;
-    if (tools_check(b, &tools, &job->tools, e)) return json_decref(msgs), -1;
+    if (tools_check(s, b, &tools, job, e)) return json_decref(msgs), -1;
     if (!s->tokcfg) {
         json_decref(msgs);
         json_decref(tools);
@@ -200,6 +257,10 @@ static int chat_prompt(srv_server *s, json_t *b, oai_job *job, oai_err *e) {
     if (agp && !json_is_boolean(agp)) {
         json_decref(req);
         return BAD("add_generation_prompt", "'add_generation_prompt' must be a boolean");
+    }
+    if (agp && json_is_false(agp) && job->force) {
+        json_decref(req);
+        return BAD("tool_choice", "a named or \"required\" tool_choice needs 'add_generation_prompt': true");
     }
     if (agp) json_object_set(req, "add_generation_prompt", agp);
     json_t *kw = json_object_get(b, "chat_template_kwargs");
@@ -217,10 +278,24 @@ static int chat_prompt(srv_server *s, json_t *b, oai_job *job, oai_err *e) {
     while (L && (text[L - 1] == '\n' || text[L - 1] == ' ')) L--;
     job->reasoning = s->reasoning;
     job->in_reasoning = s->reasoning && L >= 7 && !memcmp(text + L - 7, "<think>", 7);
+    if (job->force) {
+        /* a think block the template opened is closed (empty) before the call */
+        char *open = forced_opening(job, job->in_reasoning);
+        char *full = open ? malloc(strlen(text) + strlen(open) + 1) : NULL;
+        if (full) strcat(strcpy(full, text), open);
+        free(open);
+        free(text);
+        if (!full) return oai_error(e, 500, "server_error", NULL, "out of memory");
+        text = full;
+        job->in_reasoning = 0;
+    }
     int n = tok_encode(s->tk, text, strlen(text), &job->r->prompt);
     free(text);
     if (n < 0) return BAD("messages", "cannot tokenize the prompt: %s", dl_errmsg());
     job->r->n_prompt = n;
+    /* a forced named call is the whole turn: generation ends with its block */
+    if (job->force == OAI_FORCE_NAMED && add_stop(job->r, "</tool_call>"))
+        return oai_error(e, 500, "server_error", NULL, "out of memory");
     return 0;
 }
 
@@ -241,8 +316,8 @@ static int completion_prompt(srv_server *s, json_t *b, oai_job *job, oai_err *e)
         for (size_t i = 0; i < n; i++) {
             json_t *x = json_array_get(p, i);
             if (!json_is_integer(x) || json_integer_value(x) < 0 ||
-                json_integer_value(x) >= s->m->cfg.vocab)
-                return BAD("prompt", "prompt[%zu] must be a token id in [0, %d)", i, s->m->cfg.vocab);
+                json_integer_value(x) >= s->vocab)
+                return BAD("prompt", "prompt[%zu] must be a token id in [0, %d)", i, s->vocab);
             r->prompt[i] = (int32_t)json_integer_value(x);
         }
         r->n_prompt = (int)n;
@@ -347,7 +422,7 @@ int oai_parse(srv_server *s, json_t *b, int chat, oai_job *job, oai_err *e) {
     int nid = chat ? s->n_chat_eos : s->n_eos;
     for (int i = 0; i < nid && r->n_stop_ids < SRV_MAX_STOP_IDS; i++) r->stop_ids[r->n_stop_ids++] = ids[i];
     if (r->n_prompt <= 0) return BAD(chat ? "messages" : "prompt", "the prompt is empty");
-    int cap = sched_capacity(s->sched);
+    int cap = s->cap;
     if (r->n_prompt >= cap) {
         oai_error(e, 400, "invalid_request_error", chat ? "messages" : "prompt",
                   "This model's maximum context length is %d tokens, but the prompt has %d tokens",

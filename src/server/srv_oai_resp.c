@@ -5,12 +5,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/log.h"
 #include "server/srv_int.h"
 
-void oai_out_init(oai_out *o, oai_job *job) {
+int oai_out_init(oai_out *o, oai_job *job) {
     memset(o, 0, sizeof *o);
     o->job = job;
     srv_parser_init(&o->parser, job->chat && job->reasoning, job->chat && job->tools, job->in_reasoning);
+    o->parser.names = job->force == OAI_FORCE_REQUIRED ? job->tool_names : NULL;
+    if (job->chat && job->force)
+        return srv_parser_force(&o->parser, job->force == OAI_FORCE_NAMED ? job->force_name : NULL, &o->po);
+    return 0;
 }
 
 void oai_out_free(oai_out *o) {
@@ -103,6 +108,14 @@ static void call_id(oai_out *o, char *buf, size_t n, int idx) {
     snprintf(buf, n, "call_%s_%d", o->job->id + (o->job->chat ? 9 : 5), idx);
 }
 
+/* Log calls whose arguments ended unfinished or as invalid JSON (they are
+ * returned as generated: their first fragments may already be sent). */
+static void warn_broken(oai_out *o, const srv_parse_out *po) {
+    if (po->n_broken)
+        LOGW("dotlm serve: %s: %d tool call(s) ended with arguments that are not a complete JSON object; "
+             "returned as generated", o->job->id, po->n_broken);
+}
+
 static json_t *chat_chunk(srv_server *s, oai_out *o, json_t *delta, json_t *logprobs, const char *fin) {
     json_t *e = envelope(s, o, "chat.completion.chunk");
     json_t *ch = json_pack("{s:i, s:o, s:o, s:o}", "index", 0, "delta", delta, "logprobs",
@@ -128,27 +141,35 @@ int oai_stream_chunks(srv_server *s, oai_out *o, srv_buf *out) {
             rc |= sse(out, chat_chunk(s, o, json_pack("{s:s, s:s}", "role", "assistant", "content", ""), NULL, NULL));
         }
         srv_parse_out *po = &o->po;
-        srv_parse_out_reset(po);
         rc |= srv_parser_feed(&o->parser, txt, ntxt, po);
         if (done && r->finish != FIN_ERROR) rc |= srv_parser_finish(&o->parser, po);
+        warn_broken(o, po);
         if (po->content.n || po->reasoning.n || nlp) {
             json_t *d = json_object();
             if (po->content.n || !po->reasoning.n) json_object_set_new(d, "content", json_stringn(po->content.p ? po->content.p : "", po->content.n));
             if (po->reasoning.n) json_object_set_new(d, "reasoning_content", json_stringn(po->reasoning.p, po->reasoning.n));
             rc |= sse(out, chat_chunk(s, o, d, nlp ? chat_logprobs(s, lp, nlp, r->top_logprobs) : NULL, NULL));
         }
-        for (int i = 0; i < po->n_calls; i++) {
-            char id[80];
-            int idx = o->n_calls++;
-            call_id(o, id, sizeof id, idx);
-            json_t *head = json_pack("{s:[{s:i, s:s, s:s, s:{s:s, s:s}}]}", "tool_calls", "index", idx,
-                                     "id", id, "type", "function", "function", "name",
-                                     po->calls[i].name, "arguments", "");
-            rc |= sse(out, chat_chunk(s, o, head, NULL, NULL));
-            json_t *args = json_pack("{s:[{s:i, s:{s:s}}]}", "tool_calls", "index", idx, "function",
-                                     "arguments", po->calls[i].args);
-            rc |= sse(out, chat_chunk(s, o, args, NULL, NULL));
+        /* a call's first delta: index, id, type, name and empty arguments;
+         * then each arguments fragment as it was generated */
+        for (int i = 0; i < po->n_tools; i++) {
+            const srv_tool_delta *t = &po->tools[i];
+            if (t->name) {
+                char id[80];
+                call_id(o, id, sizeof id, t->index);
+                o->n_calls++;
+                json_t *head = json_pack("{s:[{s:i, s:s, s:s, s:{s:s, s:s}}]}", "tool_calls", "index", t->index,
+                                         "id", id, "type", "function", "function", "name", t->name,
+                                         "arguments", "");
+                rc |= sse(out, chat_chunk(s, o, head, NULL, NULL));
+            }
+            if (t->args.n) {
+                json_t *args = json_pack("{s:[{s:i, s:{s:s%}}]}", "tool_calls", "index", t->index, "function",
+                                         "arguments", t->args.p, t->args.n);
+                rc |= sse(out, chat_chunk(s, o, args, NULL, NULL));
+            }
         }
+        srv_parse_out_reset(po);
     } else if (ntxt || nlp || done) {
         if (ntxt || nlp) {
             json_t *e = envelope(s, o, "text_completion");
@@ -187,26 +208,41 @@ char *oai_full_response(srv_server *s, oai_out *o) {
     json_t *e;
     if (o->job->chat) {
         srv_parse_out *po = &o->po;
-        srv_parse_out_reset(po);
         srv_parser_feed(&o->parser, r->text.p ? r->text.p : "", r->text.n, po);
         srv_parser_finish(&o->parser, po);
+        warn_broken(o, po);
+        /* the same deltas the stream sends, joined per call */
+        int ncalls = 0;
+        for (int i = 0; i < po->n_tools; i++)
+            if (po->tools[i].index + 1 > ncalls) ncalls = po->tools[i].index + 1;
+        srv_buf *args = ncalls ? calloc((size_t)ncalls, sizeof *args) : NULL;
+        const char **names = ncalls ? calloc((size_t)ncalls, sizeof *names) : NULL;
+        if (ncalls && (!args || !names)) ncalls = 0;
+        for (int i = 0; i < po->n_tools && ncalls; i++) {
+            const srv_tool_delta *t = &po->tools[i];
+            if (t->name) names[t->index] = t->name;
+            sb_add(&args[t->index], t->args.p ? t->args.p : "", t->args.n);
+        }
         json_t *msg = json_pack("{s:s}", "role", "assistant");
-        json_object_set_new(msg, "content", po->content.n || !po->n_calls
+        json_object_set_new(msg, "content", po->content.n || !ncalls
                                                 ? json_stringn(po->content.p ? po->content.p : "", po->content.n)
                                                 : json_null());
         if (po->reasoning.n) json_object_set_new(msg, "reasoning_content", json_stringn(po->reasoning.p, po->reasoning.n));
-        if (po->n_calls) {
+        if (ncalls) {
             json_t *calls = json_array();
-            for (int i = 0; i < po->n_calls; i++) {
+            for (int i = 0; i < ncalls; i++) {
                 char id[80];
                 call_id(o, id, sizeof id, i);
-                json_array_append_new(calls, json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", id, "type", "function",
-                                                       "function", "name", po->calls[i].name, "arguments",
-                                                       po->calls[i].args));
+                json_array_append_new(calls, json_pack("{s:s, s:s, s:{s:s, s:s%}}", "id", id, "type", "function",
+                                                       "function", "name", names[i] ? names[i] : "", "arguments",
+                                                       args[i].p ? args[i].p : "", args[i].n));
             }
             json_object_set_new(msg, "tool_calls", calls);
-            o->n_calls = po->n_calls;
+            o->n_calls = ncalls;
         }
+        for (int i = 0; i < ncalls; i++) sb_free(&args[i]);
+        free(args);
+        free(names);
         e = envelope(s, o, "chat.completion");
         json_t *ch = json_pack("{s:i, s:o, s:o, s:s}", "index", 0, "message", msg, "logprobs",
                                r->logprobs ? chat_logprobs(s, r->lp, r->n_lp, r->top_logprobs) : json_null(),
