@@ -261,6 +261,12 @@ static void test_validation(dl_model *m) {
         {1, "{\"messages\": [{\"role\": \"user\", \"content\": 5}]}", 400, "messages[0]"},
         {1, "{\"messages\": [{\"content\": \"x\"}]}", 400, "messages[0]"},
         {1, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}]}", 400, "messages"}, /* no template here */
+        /* no <tool_call> format known here: forcing a call is refused */
+        {1, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"tools\": [{\"type\": \"function\", "
+            "\"function\": {\"name\": \"f\"}}], \"tool_choice\": \"required\"}", 400, "tool_choice"},
+        {1, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"tools\": [{\"type\": \"function\", "
+            "\"function\": {\"name\": \"f\"}}], \"tool_choice\": {\"type\": \"function\", \"function\": {\"name\": \"f\"}}}",
+         400, "tool_choice"},
     };
     int bad = 0;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {

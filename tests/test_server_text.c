@@ -314,10 +314,102 @@ static void test_sse(void) {
     CHECK(1);
 }
 
+/* Tool calls through the SSE layer: the call's first delta goes out as soon
+ * as its name is known (before </tool_call>), the arguments follow in several
+ * fragments, and they add up to the non-streamed message's arguments. Auto
+ * mode and a forced named call. */
+static void sse_calls(const srv_buf *sse, srv_buf *args, int *nhead, int *nfrag, int *head_ok, srv_buf *fin) {
+    for (const char *p = sse->p ? sse->p : ""; *p;) {
+        const char *e = strstr(p, "\n\n");
+        if (!e) break;
+        json_t *j = json_loadb(p + 6, (size_t)(e - p - 6), 0, NULL);
+        json_t *ch = json_array_get(json_object_get(j, "choices"), 0);
+        json_t *tc = json_array_get(json_object_get(json_object_get(ch, "delta"), "tool_calls"), 0);
+        json_t *f = json_object_get(tc, "function");
+        if (json_object_get(tc, "id")) {
+            (*nhead)++;
+            *head_ok &= !strcmp(json_string_value(json_object_get(tc, "type")), "function") &&
+                        !strcmp(json_string_value(json_object_get(f, "name")), "get_weather") &&
+                        !strcmp(json_string_value(json_object_get(f, "arguments")), "") &&
+                        json_integer_value(json_object_get(tc, "index")) == 0;
+        } else if (tc) {
+            (*nfrag)++;
+            sb_adds(args, json_string_value(json_object_get(f, "arguments")));
+        }
+        json_t *fr = json_object_get(ch, "finish_reason");
+        if (json_is_string(fr)) sb_adds(fin, json_string_value(fr));
+        json_decref(j);
+        p = e + 2;
+    }
+}
+
+static void test_sse_tool_stream(void) {
+    srv_server s;
+    memset(&s, 0, sizeof s);
+    s.o.served_name = "m";
+    static const char *pieces[2][8] = {
+        {"I will check.\n<tool_call>\n{\"name\": \"get_", "weather\", \"arguments\": {\"ci", "ty\": \"Os",
+         "lo\", \"when\": [\"to", "day\"]}", "}\n</tool", "_call>", NULL},
+        {" {\"ci", "ty\": \"Os", "lo\", \"when\": [\"to", "day\"]}", "}\n", NULL},
+    };
+    for (int forced = 0; forced < 2; forced++) {
+        oai_job job;
+        memset(&job, 0, sizeof job);
+        job.chat = 1;
+        job.tools = 1;
+        job.force = forced ? OAI_FORCE_NAMED : OAI_FORCE_NONE;
+        job.force_name = forced ? strdup("get_weather") : NULL;
+        strcpy(job.id, "chatcmpl-x");
+        job.r = srv_req_new();
+        srv_req *r = job.r;
+        oai_out o;
+        CHECK(oai_out_init(&o, &job) == 0);
+        srv_buf sse = {0}, args = {0}, fin = {0};
+        int nhead = 0, nfrag = 0, head_ok = 1, head_early = 0;
+        for (int k = 0; pieces[forced][k]; k++) {
+            sb_adds(&r->text, pieces[forced][k]);
+            r->n_gen++;
+            oai_stream_chunks(&s, &o, &sse);
+            if (k == 2) { /* the call is open and named, its block not closed */
+                sse_calls(&sse, &args, &nhead, &nfrag, &head_ok, &fin);
+                head_early = nhead == 1 && nfrag >= 1;
+            }
+        }
+        r->finish = FIN_STOP;
+        oai_stream_chunks(&s, &o, &sse);
+        oai_out_free(&o);
+        nhead = nfrag = 0;
+        sb_reset(&args);
+        sse_calls(&sse, &args, &nhead, &nfrag, &head_ok, &fin);
+        CHECKF(head_early && head_ok && nhead == 1 && nfrag >= 4 && !strcmp(fin.p, "tool_calls"),
+               "forced %d: head early %d ok %d, %d heads, %d fragments, finish %s", forced, head_early, head_ok,
+               nhead, nfrag, fin.p);
+        /* the non-streamed message of the same text */
+        CHECK(oai_out_init(&o, &job) == 0);
+        char *full = oai_full_response(&s, &o);
+        oai_out_free(&o);
+        json_t *j = json_loads(full, 0, NULL);
+        json_t *msg = json_object_get(json_array_get(json_object_get(j, "choices"), 0), "message");
+        json_t *call = json_array_get(json_object_get(msg, "tool_calls"), 0);
+        const char *fa = json_string_value(json_object_get(json_object_get(call, "function"), "arguments"));
+        CHECKF(fa && args.p && !strcmp(fa, args.p) && !strcmp(fa, "{\"city\": \"Oslo\", \"when\": [\"today\"]}"),
+               "streamed arguments '%s' == non-streamed '%s'", args.p ? args.p : "", fa ? fa : "");
+        json_t *content = json_object_get(msg, "content");
+        CHECK(forced ? json_is_null(content) : !strcmp(json_string_value(content), "I will check.\n"));
+        json_decref(j);
+        free(full);
+        sb_free(&sse);
+        sb_free(&args);
+        sb_free(&fin);
+        oai_job_free(&job);
+    }
+}
+
 int main(void) {
     rng = tu_seed();
     test_stop();
     test_toolparse();
     test_sse();
+    test_sse_tool_stream();
     return TEST_END();
 }

@@ -190,7 +190,14 @@ def test_tools_and_templates():
                                                                       plain.usage.prompt_tokens))
     named = cli.chat.completions.create(model="demo", messages=MSG, tools=TOOLS, max_tokens=2, temperature=0,
                                         tool_choice={"type": "function", "function": {"name": "get_weather"}})
-    T.check(named.usage.prompt_tokens == with_tools.usage.prompt_tokens, "named tool_choice renders the tool")
+    # the tool, then the forced opening `<tool_call>\n{"name": "get_weather", "arguments":`
+    T.check(named.usage.prompt_tokens > with_tools.usage.prompt_tokens + 8, "named tool_choice renders the tool "
+            "and the call's opening (%d vs %d)" % (named.usage.prompt_tokens, with_tools.usage.prompt_tokens))
+    req = cli.chat.completions.create(model="demo", messages=MSG, tools=TOOLS, max_tokens=2, temperature=0,
+                                      tool_choice="required")
+    T.check(req.usage.prompt_tokens == with_tools.usage.prompt_tokens + 2,
+            "required tool_choice appends <tool_call> and a newline (%d vs %d)" % (req.usage.prompt_tokens,
+                                                                                 with_tools.usage.prompt_tokens))
     none = cli.chat.completions.create(model="demo", messages=MSG, tools=TOOLS, max_tokens=2, temperature=0,
                                        tool_choice="none")
     T.check(none.usage.prompt_tokens == plain.usage.prompt_tokens, "tool_choice none drops the tools")
@@ -219,6 +226,118 @@ def test_tools_and_templates():
     r = cli.chat.completions.create(model="demo", max_tokens=2, temperature=0, messages=[
         MSG[0], {"role": "user", "content": [{"type": "text", "text": "Say something."}]}])
     T.check(r.usage.prompt_tokens == plain.usage.prompt_tokens, "content parts joined")
+
+
+TOOLS2 = TOOLS + [{"type": "function", "function": {"name": "get_time", "parameters": {"type": "object"}}}]
+NAMED = {"type": "function", "function": {"name": "get_weather"}}
+
+
+def stream_tools(chunks):
+    """Streamed chat chunks -> (content, {index: [id, type, name, arguments]}, finish_reasons, first tool delta)."""
+    content, calls, fins, first = "", {}, [], None
+    for ch in chunks:
+        if not ch.choices:
+            continue
+        d = ch.choices[0].delta
+        content += d.content or ""
+        for tc in d.tool_calls or []:
+            if tc.index not in calls:
+                first = first or tc
+                calls[tc.index] = [tc.id, tc.type, tc.function.name, ""]
+                T.check(tc.id and tc.type == "function" and tc.function.name and tc.function.arguments == "",
+                        "a call's first delta has id, type, name and empty arguments: %r" % tc)
+            else:
+                T.check(tc.id is None and tc.function.name is None, "later deltas carry only arguments: %r" % tc)
+                calls[tc.index][3] += tc.function.arguments or ""
+        if ch.choices[0].finish_reason:
+            fins.append(ch.choices[0].finish_reason)
+    return content, calls, fins, first
+
+
+def test_tool_choice_forced():
+    cli = ctx["cli"]
+    kw = dict(model="demo", messages=MSG, tools=TOOLS2, tool_choice=NAMED, max_tokens=10, temperature=0,
+              extra_body={"ignore_eos": True})
+    full = cli.chat.completions.create(**kw)
+    c = full.choices[0]
+    calls = c.message.tool_calls or []
+    T.check(len(calls) == 1 and calls[0].function.name == "get_weather" and calls[0].type == "function" and
+            calls[0].id.startswith("call_"), "named tool_choice: a call to get_weather: %r" % c.message)
+    T.check(c.finish_reason == "length" and full.usage.completion_tokens == 10,
+            "a forced call cut by max_tokens ends with length: %r" % c.finish_reason)
+    chunks = list(cli.chat.completions.create(stream=True, **kw))
+    content, scalls, fins, first = stream_tools(chunks)
+    T.check(first is not None and first.index == 0 and first.function.name == "get_weather",
+            "streamed: first tool delta names the function: %r" % first)
+    T.check(len(scalls) == 1 and calls and scalls[0][3] == calls[0].function.arguments,
+            "streamed argument fragments add up to the non-streamed arguments: %r vs %r"
+            % (scalls, calls[0].function.arguments if calls else None))
+    T.check(content == (c.message.content or "") and fins == ["length"], "streamed content and finish_reason")
+    # a stop sequence right after the arguments ends the turn: finish_reason tool_calls
+    args = calls[0].function.arguments if calls else ""
+    rest = c.message.content or ""
+    stop = next((rest[:k] for k in (3, 2, 1) if rest[:k].strip() and rest[:k] not in args), None)
+    if stop is None and len(args) > 1:  # no text after the call: cut inside the arguments instead
+        stop = args[-1]
+    T.check(stop is not None, "a stop string for the forced call (args %r, rest %r)" % (args, rest))
+    if stop is None:
+        return
+    kw2 = dict(kw, stop=[stop])
+    full2 = cli.chat.completions.create(**kw2)
+    c2 = full2.choices[0]
+    calls2 = c2.message.tool_calls or []
+    T.check(c2.finish_reason == "tool_calls" and len(calls2) == 1 and calls2[0].function.name == "get_weather",
+            "forced call ended by a stop string: finish_reason tool_calls (%r, stop %r)" % (c2, stop))
+    _, scalls2, fins2, _ = stream_tools(cli.chat.completions.create(stream=True, **kw2))
+    T.check(fins2 == ["tool_calls"] and len(scalls2) == 1 and calls2 and
+            scalls2[0][3] == calls2[0].function.arguments and scalls2[0][2] == "get_weather",
+            "streamed, stopped forced call: %r / %r" % (scalls2, calls2))
+    # "required": the prompt ends with <tool_call>; the model writes the call (a random model
+    # writes no valid one: then the text comes back as content, starting with the tag)
+    kw3 = dict(kw, tool_choice="required")
+    r = cli.chat.completions.create(**kw3)
+    m = r.choices[0].message
+    ok = (m.tool_calls and all(t.function.name in ("get_weather", "get_time") for t in m.tool_calls)) or \
+        (not m.tool_calls and (m.content or "").startswith("<tool_call>"))
+    T.check(ok, "required: a call to a listed tool, or content with the tag: %r" % m)
+    content3, scalls3, fins3, _ = stream_tools(cli.chat.completions.create(stream=True, **kw3))
+    T.check(content3 == (m.content or "") and len(scalls3) == len(m.tool_calls or []) and len(fins3) == 1,
+            "required, streamed == non-streamed")
+    # raw SSE: the first tool delta's exact shape
+    st, data = raw("POST", "/v1/chat/completions", dict(kw, stream=True, max_tokens=3, ignore_eos=True))
+    events = [json.loads(x[6:]) for x in data.decode().split("\n\n") if x.startswith("data: {")]
+    tds = [e["choices"][0]["delta"]["tool_calls"] for e in events if e["choices"] and
+           "tool_calls" in e["choices"][0]["delta"]]
+    T.check(st == 200 and tds and tds[0] == [{"index": 0, "id": tds[0][0].get("id"), "type": "function",
+                                              "function": {"name": "get_weather", "arguments": ""}}]
+            and all(set(t[0]) == {"index", "function"} and set(t[0]["function"]) == {"arguments"} for t in tds[1:]),
+            "raw first tool delta: %r" % tds[:3])
+
+
+def test_tool_choice_no_format(model):
+    """A template without a <tool_call> format: named/required tool_choice is refused, auto works."""
+    d = model + "_notools"
+    shutil.copytree(model, d, dirs_exist_ok=True)
+    cfgp = os.path.join(d, "tokenizer_config.json")
+    cfg = json.load(open(cfgp))
+    cfg["chat_template"] = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n"
+                            "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+    json.dump(cfg, open(cfgp, "w"))
+    srv = Server(d, "--served-model-name", "demo")
+    try:
+        cli = openai.OpenAI(base_url=srv.base + "/v1", api_key="x", max_retries=0)
+        for tc in (NAMED, "required"):
+            try:
+                cli.chat.completions.create(model="demo", messages=MSG, tools=TOOLS, tool_choice=tc, max_tokens=2)
+                T.check(False, "tool_choice %r accepted without a tool-call format" % (tc,))
+            except openai.BadRequestError as e:
+                T.check(e.status_code == 400 and "tool_choice" in str(e) and "<tool_call>" in str(e),
+                        "tool_choice %r without a tool-call format -> 400: %s" % (tc, e))
+        r = cli.chat.completions.create(model="demo", messages=MSG, tools=TOOLS, tool_choice="auto", max_tokens=2)
+        T.check(r.choices[0].finish_reason in ("length", "stop"), "auto still works")
+    finally:
+        srv.stop()
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def test_errors_client():
@@ -478,12 +597,13 @@ def main():
     ctx["cli"] = openai.OpenAI(base_url=srv.base + "/v1", api_key=KEY, max_retries=0, timeout=120)
     try:
         for fn in (test_basics, test_chat, test_completions, test_stop_strings, test_tools_and_templates,
-                   test_errors_client, test_errors_raw, test_concurrency, test_prefix_cache, test_disconnect, test_metrics_after):
+                   test_tool_choice_forced, test_errors_client, test_errors_raw, test_concurrency, test_prefix_cache, test_disconnect, test_metrics_after):
             T.run(fn)
         T.check(srv.alive(), "server survived everything")
     finally:
         rc = srv.stop()
         T.check(rc == 0, "clean exit on SIGTERM (rc %r)" % rc)
+    T.run(test_tool_choice_no_format, model)
     T.run(test_queue_full, model)
     T.run(test_shutdown, model)
     shutil.rmtree(model, ignore_errors=True)
