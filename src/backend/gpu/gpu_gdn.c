@@ -10,6 +10,7 @@
  * Kernels are in k_gdn.cu. */
 #include "backend/gpu/gpu_gdn.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "backend/gpu/gpu_backend.h"
 #include "core/err.h"
 #include "core/kreg.h"
+#include "core/log.h"
 
 #ifdef DOTLM_HIP
 #define GDN_GPU "hip"
@@ -29,6 +31,8 @@
 
 static kreg_kernel K_REC = KREG_KERNEL(KN("gdn.recurrent"),
                                        "gated delta rule, token by token, state in registers per sequence run");
+static kreg_kernel K_CHUNK = KREG_KERNEL(KN("gdn.chunked"),
+                                         "gated delta rule, chunked (WY/UT) form for sequences with a long run");
 static kreg_kernel K_CONV = KREG_KERNEL(KN("conv1d"), "depthwise causal conv1d + SiLU with slot state");
 static kreg_kernel K_L2 = KREG_KERNEL(KN("l2norm"), "row l2 normalisation, warp per row");
 static kreg_kernel K_GATES = KREG_KERNEL(KN("gdn_gates"), "Gated DeltaNet beta / g gates");
@@ -46,7 +50,14 @@ typedef struct gdn_side {
     void *stream;
     int err; /* sticky error of a void op, reported by sync() */
     char errmsg[256];
-    /* batch grouping (device): seq | pos | prev | idx [ntok each], off [ngrp + 1], slot [ngrp] */
+    int chunk_min; /* runs of at least this many tokens take the chunked form */
+    int bv;        /* chunked scan column tile (0 = by grid size) */
+    /* chunked-form workspace (device), Hv * ntok * GK_GDN_WSROW floats */
+    float *d_ws;
+    size_t ws_cap;
+    int ws_warned;
+    /* batch grouping (device): seq | pos | prev | idx [ntok each], off [ngrp + 1], slot [ngrp],
+     * glist [ngrp], loff [nlong + 1], cst | clen [nch each] */
     gk_gdn_batch kb;
     int32_t *d_buf;
     size_t d_cap;
@@ -89,9 +100,10 @@ static int grow_host(int32_t **p, size_t *cap, size_t need) {
     return 0;
 }
 
-/* Group the batch rows by slot into h (layout of gdn_side.d_buf); returns
- * the number of groups, -1 on out of memory. */
-static int build_groups(gdn_side *s, const dl_batch *b, int32_t *h) {
+/* Group the batch rows by slot into h (layout of gdn_side.d_buf, up to
+ * 10 * ntok + 2 entries); sets *nlong / *nch (groups for the chunked form,
+ * and their chunks); returns the number of groups, -1 on out of memory. */
+static int build_groups(gdn_side *s, const dl_batch *b, int32_t *h, int *nlong, int *nch) {
     const int T = b->ntok;
     int32_t *seq = h, *pos = h + T, *prev = h + 2 * (size_t)T, *idx = h + 3 * (size_t)T;
     int32_t *off = h + 4 * (size_t)T;
@@ -137,6 +149,51 @@ static int build_groups(gdn_side *s, const dl_batch *b, int32_t *h) {
     }
     off[ng] = o;
     for (int t = 0; t < T; t++) idx[start[b->seq[t]]++] = t;
+
+    /* The CPU backend's rule, per group: runs split where a token restarts
+     * its sequence (position 0); a group with a run of >= chunk_min tokens
+     * is long and the chunked kernel takes all of it (its short runs too, as
+     * chunks of their own: the same math), cut into chunks of <=
+     * GK_GDN_CHUNK tokens inside each run. last[g] = the group's chunk
+     * count if long, else -1 (last has M >= ng entries). */
+    int nl = 0, nc = 0;
+    for (int g = 0; g < ng; g++) {
+        int chunks = 0, lng = 0;
+        for (int k = off[g]; k < off[g + 1];) {
+            int e = k + 1;
+            while (e < off[g + 1] && pos[idx[e]] != 0) e++;
+            if (e - k >= s->chunk_min) lng = 1;
+            chunks += (e - k + GK_GDN_CHUNK - 1) / GK_GDN_CHUNK;
+            k = e;
+        }
+        last[g] = lng ? chunks : -1;
+        if (lng) {
+            nl++;
+            nc += chunks;
+        }
+    }
+    int32_t *glist = slot + ng, *loff = glist + ng, *cst = loff + nl + 1, *clen = cst + nc;
+    int ns = 0, li = 0, ci = 0;
+    for (int g = 0; g < ng; g++)
+        if (last[g] < 0) glist[ns++] = g;
+    for (int g = 0; g < ng; g++) {
+        if (last[g] < 0) continue;
+        glist[ns + li] = g;
+        loff[li++] = ci;
+        for (int k = off[g]; k < off[g + 1];) {
+            int e = k + 1;
+            while (e < off[g + 1] && pos[idx[e]] != 0) e++;
+            for (int x = k; x < e; x += GK_GDN_CHUNK) {
+                cst[ci] = x;
+                clen[ci++] = e - x < GK_GDN_CHUNK ? e - x : GK_GDN_CHUNK;
+            }
+            k = e;
+        }
+    }
+    loff[nl] = ci;
+    assert(ci == nc && ns + nl == ng);
+    *nlong = nl;
+    *nch = nc;
     return ng;
 }
 
@@ -150,16 +207,17 @@ static int gdn_begin(dl_backend *be, const dl_batch *b, const dl_kvcache *kv) {
     if (!T) return 0;
     for (int t = 0; t < T; t++)
         if (b->seq[t] < 0 || b->pos[t] < 0) return dl_err("%s: batch row %d has a negative slot or position", GDN_GPU, t);
-    /* worst case T groups */
-    const size_t need = (5 * (size_t)T + 1 + (size_t)T) * sizeof(int32_t);
+    /* worst case T groups, all long, T chunks */
+    const size_t need = (10 * (size_t)T + 2) * sizeof(int32_t);
     s->cur ^= 1;
     const int c = s->cur;
     if (s->ev_used[c] && gpurt_event_sync(s->ev[c])) return dl_err("%s: %s", GDN_GPU, gpurt_errstr());
     if (grow_host(&s->h_stage[c], &s->h_cap[c], need)) return dl_err("%s: %s", GDN_GPU, gpurt_errstr());
-    const int ng = build_groups(s, b, s->h_stage[c]);
+    int nl = 0, nc = 0;
+    const int ng = build_groups(s, b, s->h_stage[c], &nl, &nc);
     if (ng < 0) return dl_err("%s: out of host memory", GDN_GPU);
-    const size_t used = (5 * (size_t)T + 1 + 2 * (size_t)ng) * sizeof(int32_t);
-    /* layout: seq pos prev idx [T each] off [ng+1] slot [ng] (slot sits right after off) */
+    const size_t used = (4 * (size_t)T + 3 * (size_t)ng + 2 + (size_t)nl + 2 * (size_t)nc) * sizeof(int32_t);
+    /* layout: seq pos prev idx [T each] off [ng+1] slot [ng] glist [ng] loff [nl+1] cst clen [nc each] */
     if (used > s->d_cap || !s->d_buf) {
         /* no kernel in flight may still read the old buffer */
         if (gpurt_sync(s->stream)) return dl_err("%s: %s", GDN_GPU, gpurt_errstr());
@@ -173,10 +231,11 @@ static int gdn_begin(dl_backend *be, const dl_batch *b, const dl_kvcache *kv) {
     if (gpurt_h2d_async(s->d_buf, s->h_stage[c], used, s->stream) || gpurt_event_record(s->ev[c], s->stream))
         return dl_err("%s: %s", GDN_GPU, gpurt_errstr());
     s->ev_used[c] = 1;
-    int32_t *d = s->d_buf;
-    s->kb = (gk_gdn_batch){.ntok = T, .ngrp = ng, .seq = d, .pos = d + T, .prev = d + 2 * (size_t)T,
-                           .idx = d + 3 * (size_t)T, .off = d + 4 * (size_t)T,
-                           .slot = d + 4 * (size_t)T + ng + 1};
+    int32_t *d = s->d_buf, *slot = d + 4 * (size_t)T + ng + 1, *loff = slot + 2 * (size_t)ng;
+    s->kb = (gk_gdn_batch){.ntok = T, .ngrp = ng, .nlong = nl, .nch = nc, .seq = d, .pos = d + T,
+                           .prev = d + 2 * (size_t)T, .idx = d + 3 * (size_t)T, .off = d + 4 * (size_t)T,
+                           .slot = slot, .glist = slot + ng, .loff = loff, .cst = loff + nl + 1,
+                           .clen = loff + nl + 1 + nc};
     return 0;
 }
 
@@ -203,6 +262,7 @@ static void gdn_destroy(dl_backend *be) {
     if (!s) return; /* not installed: nothing of ours to free, and no destroy to call */
     (void)gpurt_sync(s->stream);
     gpurt_free(s->d_buf);
+    gpurt_free(s->d_ws);
     for (int i = 0; i < 2; i++) {
         gpurt_host_free(s->h_stage[i]);
         gpurt_event_destroy(s->ev[i]);
@@ -274,6 +334,34 @@ static void op_gdn_gates(dl_backend *be, float *g, float *beta, const float *a, 
     gk_gdn_gates(s->stream, g, beta, a, b, wa->data, wa->dtype, wb->data, wb->dtype, s->kb.ntok, Hv);
 }
 
+/* The chunked form's workspace for Hv heads of the current batch; 0, or -1
+ * when it cannot be had (the caller then runs the recurrence). Growing waits
+ * for the stream (kernels in flight may still read the old one). */
+static int ensure_ws(gdn_side *s, int Hv) {
+    const size_t need = (size_t)Hv * (size_t)s->kb.ntok * GK_GDN_WSROW * sizeof(float);
+    if (s->d_ws && need <= s->ws_cap) return 0;
+    if (gpurt_sync(s->stream)) {
+        side_err(s, gpurt_errstr());
+        return -1;
+    }
+    gpurt_free(s->d_ws);
+    s->d_ws = NULL;
+    s->ws_cap = 0;
+    const size_t n = need + need / 4;
+    if (gpurt_malloc((void **)&s->d_ws, n)) {
+        s->d_ws = NULL;
+        if (!s->ws_warned) LOGW("%s gdn: no device memory for the chunked workspace (%zu bytes): %s; "
+                                "running the recurrence", GDN_GPU, n, gpurt_errstr());
+        s->ws_warned = 1;
+        return -1;
+    }
+    s->ws_cap = n;
+    return 0;
+}
+
+/* Long groups (a run of >= chunk_min tokens) take the chunked kernel unless
+ * it is switched off (DOTLM_DISABLE=<gpu>.gdn.chunked), Dk is above its limit
+ * or its workspace cannot be allocated; every other group, the recurrence. */
 static void op_gdn(dl_backend *be, float *out, const float *q, const float *k, const float *v, const float *g,
                    const float *beta, float *state, int Hk, int Hv, int Dk, int Dv) {
     gdn_side *s = side_of(be);
@@ -282,8 +370,18 @@ static void op_gdn(dl_backend *be, float *out, const float *q, const float *k, c
         side_err(s, "gdn: need Hv a multiple of Hk and head sizes 1..256");
         return;
     }
-    kreg_hit(&K_REC);
-    gk_gdn_recurrent(s->stream, out, q, k, v, g, beta, state, Hk, Hv, Dk, Dv, &s->kb);
+    const gk_gdn_batch *kb = &s->kb;
+    int nrec = kb->ngrp;
+    if (kb->nlong > 0 && Dk <= GK_GDN_CHUNK_MAXDK && kreg_enabled(&K_CHUNK) && !ensure_ws(s, Hv)) {
+        assert(kb->nch >= kb->nlong && kb->nlong <= kb->ngrp && kb->nch <= kb->ntok);
+        kreg_hit(&K_CHUNK);
+        gk_gdn_chunked(s->stream, out, q, k, v, g, beta, state, s->d_ws, Hk, Hv, Dk, Dv, kb, s->bv);
+        nrec = kb->ngrp - kb->nlong;
+    }
+    if (nrec > 0) {
+        kreg_hit(&K_REC);
+        gk_gdn_recurrent(s->stream, out, q, k, v, g, beta, state, Hk, Hv, Dk, Dv, kb, nrec);
+    }
 }
 
 static void op_gated_rmsnorm(dl_backend *be, float *y, const float *x, const float *z, const dl_weight *w,
@@ -296,12 +394,26 @@ static void op_gated_rmsnorm(dl_backend *be, float *y, const float *x, const flo
     gk_gdn_gated_rmsnorm(s->stream, y, x, z, g->data, g->dtype, rows, d, eps);
 }
 
+int gpu_gdn_tune(dl_backend *be, int chunk_min, int bv) {
+    gdn_side *s = side_of(be);
+    if (!s) return -1;
+    s->chunk_min = chunk_min < 1 ? 1 : chunk_min;
+    s->bv = bv == 16 || bv == 32 ? bv : 0;
+    return 0;
+}
+
 void gpu_gdn_install(dl_backend *be) {
     if (!be || !be->begin || !be->sync || !be->destroy || side_of(be)) return;
     gdn_side *s = calloc(1, sizeof *s);
     if (!s) return; /* ops stay NULL: the model reports "unsupported" */
     s->be = be;
     s->stream = gpu_backend_stream(be);
+    const char *e = getenv("DOTLM_GPU_GDN_CHUNK_MIN");
+    s->chunk_min = e && *e ? atoi(e) : GK_GDN_CHUNK_MIN;
+    if (s->chunk_min < 1) s->chunk_min = 1;
+    e = getenv("DOTLM_GPU_GDN_BV");
+    s->bv = e && *e ? atoi(e) : 0;
+    (void)kreg_enabled(&K_CHUNK); /* registered now, so listings show it before first use */
     if (gpurt_event_create(&s->ev[0]) || gpurt_event_create(&s->ev[1])) {
         gpurt_event_destroy(s->ev[0]);
         gpurt_event_destroy(s->ev[1]);
