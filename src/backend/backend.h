@@ -118,6 +118,28 @@ struct dl_backend {
      * w [d] (plain weight, not zero-centred). y may alias x. */
     void (*gated_rmsnorm)(dl_backend *be, float *y, const float *x, const float *z,
                           const dl_weight *w, int rows, int d, float eps);
+
+    /* --- fused ops and graph replay: optional (NULL = the model issues the
+     * separate ops above). Each equals its separate ops bitwise. --- */
+    /* ys[i][M, ws[i]->n] = x[M, k] ws[i]^T for i < n (weights sharing x: q/k/v, gate/up) */
+    void (*matmul_n)(dl_backend *be, float *const *ys, const float *x, const dl_weight *const *ws, int n,
+                     int M);
+    /* x[r] += res[r]; y[r] = rmsnorm(x[r]) as rmsnorm(); res may alias y */
+    void (*add_rmsnorm)(dl_backend *be, float *x, const float *res, float *y, const dl_weight *w, int rows,
+                        int d, float eps, int zc);
+    /* rmsnorm(q heads, qn) and (k heads, kn) when qn/kn are not NULL, RoPE on both, then
+     * kv_write(k, v): q [ntok, nh*hd], k, v [ntok, nkv*hd] */
+    void (*qk_rope_kv)(dl_backend *be, dl_kvcache *kv, int layer, float *q, float *k, const float *v,
+                       int nh, const dl_weight *qn, const dl_weight *kn, float eps, int zc,
+                       const dl_rope *rope);
+    /* Record-and-replay of a whole forward, after begin(): graph_begin(key) returns 1 if a
+     * recording of `key` was launched (issue no ops), 2 if the ops that follow are recorded
+     * (then call graph_end), 0 to issue the ops as usual, -1 on error. `key` must identify
+     * everything ops take by value (batch size, logit rows, buffers, cache). graph_end
+     * launches the recording: 0, 1 if recording failed and the ops must be issued again
+     * (nothing of them ran), -1 on error. */
+    int (*graph_begin)(dl_backend *be, uint64_t key);
+    int (*graph_end)(dl_backend *be);
 };
 
 /* Create a backend by name ("cpu", "cuda", "hip"). NULL + dl_errmsg (e.g. "backend 'cuda'

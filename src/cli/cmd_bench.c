@@ -172,7 +172,7 @@ static int model_bench(cli_model_opts *o, int plen, int gen) {
     dl_model *m = cli_load_model(o, &be);
     if (!m) return 1;
     engine e;
-    if (engine_init(&e, m, plen + gen + 8, 1, 256)) {
+    if (engine_init(&e, m, plen + gen + 8, 1, 256, o->kv_dtype)) {
         fprintf(stderr, "dotlm bench: %s\n", dl_errmsg());
         model_free(m);
         be_destroy(be);
@@ -231,7 +231,7 @@ static int model_bench(cli_model_opts *o, int plen, int gen) {
 }
 
 int cmd_bench(int argc, char **argv) {
-    cli_model_opts o = {0};
+    cli_model_opts o = {.kv_dtype = DT_COUNT};
     long long n = 4096, k = 4096;
     int reps = 20, plen = 128, gen = 32;
     const char *model = NULL;

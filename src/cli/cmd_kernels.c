@@ -19,7 +19,7 @@ static void help(FILE *f) {
 }
 
 int cmd_kernels(int argc, char **argv) {
-    cli_model_opts o = {0};
+    cli_model_opts o = {.kv_dtype = DT_COUNT};
     for (int i = 1; i < argc; i++) {
         int r = cli_common_opt(&o, argc, argv, &i, "kernels");
         if (r < 0) return 2;

@@ -21,7 +21,7 @@ static void help(FILE *f) {
 }
 
 int cmd_logits(int argc, char **argv) {
-    cli_model_opts o = {0};
+    cli_model_opts o = {.kv_dtype = DT_COUNT};
     const char *tokens = NULL, *prompt = NULL, *out = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -75,7 +75,7 @@ int cmd_logits(int argc, char **argv) {
     int rc = 1;
     engine e;
     if (o.ctx == 0 && n > 4096) o.ctx = n;
-    if (engine_init(&e, m, o.ctx ? o.ctx : 0, 1, 256)) {
+    if (engine_init(&e, m, o.ctx ? o.ctx : 0, 1, 256, o.kv_dtype)) {
         fprintf(stderr, "dotlm logits: %s\n", dl_errmsg());
         goto done_model;
     }

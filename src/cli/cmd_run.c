@@ -43,7 +43,7 @@ static int parse_f(const char *s, float *v) {
 }
 
 int cmd_run(int argc, char **argv) {
-    cli_model_opts o = {0};
+    cli_model_opts o = {.kv_dtype = DT_COUNT};
     const char *prompt = NULL, *tokens = NULL, *system = NULL;
     int chat = 0, max_new = 256, print_ids = 0, ignore_eos = 0, have_temp = 0, have_seed = 0;
     samp_params sp;
@@ -172,7 +172,7 @@ int cmd_run(int argc, char **argv) {
     sampler smp;
     int V = model_vocab(m), nvalid = m->cfg.vocab;
     if (tk && tok_vocab_size(tk) < nvalid) nvalid = tok_vocab_size(tk);
-    if (!out_ids || engine_init(&e, m, ctx, 1, 256)) {
+    if (!out_ids || engine_init(&e, m, ctx, 1, 256, o.kv_dtype)) {
         fprintf(stderr, "dotlm run: %s\n", dl_errmsg());
         free(out_ids);
         goto done_model;

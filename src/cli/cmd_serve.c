@@ -46,7 +46,7 @@ static int pint(const char *s, long lo, long hi, long *v) {
 }
 
 int cmd_serve(int argc, char **argv) {
-    cli_model_opts o = {0};
+    cli_model_opts o = {.kv_dtype = DT_COUNT};
     srv_opts so = {.host = "127.0.0.1", .port = 8000, .max_body = 8u << 20, .request_timeout = 600,
                    .conn_timeout = 600, .max_conns = 1024};
     srv_sched_opts sc = {.max_seqs = 32, .max_queue = 256, .step_tokens = 256, .prefix_cache = 1};

@@ -22,6 +22,7 @@ void cli_common_help(FILE *f) {
             "  --ctx N               context length per sequence (default: min(model, 4096))\n"
             "  --fp8-activations P   weight-only (default) or declared: how FP8 checkpoints\n"
             "                        treat activations (see README)\n"
+            "  --kv-dtype T          KV-cache precision: f32 (CPU default) or f16 (GPU default)\n"
             "  --disable LIST        switch named kernels back to their reference path\n"
             "                        (comma-separated, 'prefix*' allowed; also DOTLM_DISABLE)\n"
             "  --stats               print the kernel dispatch counters at the end\n");
@@ -74,6 +75,17 @@ int cli_common_opt(cli_model_opts *o, int argc, char **argv, int *i, const char 
         else {
             fprintf(stderr, "dotlm %s: --fp8-activations expects weight-only or declared, got '%s'\n",
                     cmd, v);
+            return -1;
+        }
+        return 1;
+    }
+    if (!strcmp(a, "--kv-dtype")) {
+        if (need_arg(argc, argv, *i, cmd)) return -1;
+        const char *v = argv[++*i];
+        if (!strcmp(v, "f32")) o->kv_dtype = DT_F32;
+        else if (!strcmp(v, "f16")) o->kv_dtype = DT_F16;
+        else {
+            fprintf(stderr, "dotlm %s: --kv-dtype expects f32 or f16, got '%s'\n", cmd, v);
             return -1;
         }
         return 1;

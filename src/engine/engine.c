@@ -5,7 +5,9 @@
 
 #include "core/err.h"
 
-int engine_init(engine *e, dl_model *m, int ctx, int max_seqs, int max_tok) {
+dl_dtype engine_kv_default(const dl_backend *be) { return strcmp(be->name, "cpu") ? DT_F16 : DT_F32; }
+
+int engine_init(engine *e, dl_model *m, int ctx, int max_seqs, int max_tok, dl_dtype kv_dtype) {
     memset(e, 0, sizeof *e);
     e->m = m;
     if (ctx <= 0) ctx = m->cfg.max_pos > 0 && m->cfg.max_pos < 4096 ? m->cfg.max_pos : 4096;
@@ -18,7 +20,8 @@ int engine_init(engine *e, dl_model *m, int ctx, int max_seqs, int max_tok) {
     e->max_tok = max_tok;
     const int bs = 16;
     int blocks = max_seqs * ((ctx + bs - 1) / bs);
-    dl_dtype kvt = strcmp(m->be->name, "cpu") ? DT_F16 : DT_F32;
+    dl_dtype kvt = kv_dtype == DT_COUNT ? engine_kv_default(m->be) : kv_dtype;
+    if (kvt != DT_F32 && kvt != DT_F16) return dl_err("KV cache type must be f32 or f16");
     if (kv_create(&e->kv, m->be, m->n_kv_layers, m->cfg.n_kv_heads, m->cfg.head_dim, bs, blocks,
                   max_seqs, ctx, kvt))
         return -1;

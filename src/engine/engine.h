@@ -15,8 +15,13 @@ typedef struct {
 } engine;
 
 /* ctx: context length per sequence (0 = min(model max, 4096)); max_seqs:
- * concurrent sequences; max_tok: tokens per forward. 0 or -1. */
-int engine_init(engine *e, dl_model *m, int ctx, int max_seqs, int max_tok);
+ * concurrent sequences; max_tok: tokens per forward; kv_dtype: DT_F32 or
+ * DT_F16 KV cache, DT_COUNT = the backend's default (engine_kv_default).
+ * 0 or -1. */
+int engine_init(engine *e, dl_model *m, int ctx, int max_seqs, int max_tok, dl_dtype kv_dtype);
+/* Default KV-cache type of a backend: F32 on the CPU (exact reference),
+ * F16 on GPUs (half the cache traffic). */
+dl_dtype engine_kv_default(const dl_backend *be);
 void engine_free(engine *e);
 /* Feed ids[0..n) at positions pos0.. into slot (reserving KV). If all_logits,
  * out receives [n, vocab] logits; else out receives the last token's [vocab]

@@ -9,7 +9,8 @@
 #include "model/hybrid.h"
 #include "model/model.h"
 
-#define LOGIT_CHUNK 32 /* logit rows computed per lm_head pass */
+#define LOGIT_CHUNK 32   /* logit rows computed per lm_head pass */
+#define GRAPH_MAX_TOK 32 /* batches up to this size may be replayed as graphs */
 
 int model_ws_init(model_ws *ws, const dl_model *m, int max_tok, int max_seqs) {
     memset(ws, 0, sizeof *ws);
@@ -62,16 +63,49 @@ void model_ws_free(model_ws *ws) {
     memset(ws, 0, sizeof *ws);
 }
 
-/* Attention block of layer L: x += o_proj(attn(norm(x))). */
+/* ys[i] = x ws[i]^T for weights sharing x, in one backend call when it
+ * has matmul_n (one activation quantization, one launch). */
+void model_mm_n(dl_backend *be, float *const *ys, const float *x, const dl_weight *const *w, int n, int M) {
+    if (be->matmul_n) {
+        be->matmul_n(be, ys, x, w, n, M);
+        return;
+    }
+    for (int i = 0; i < n; i++) be->matmul(be, ys[i], x, w[i], M);
+}
+
+/* Apply the residual delta a block left in ws->pending (x += delta). */
+static void flush_residual(model_ws *ws, int T) {
+    dl_backend *be = ws->m->be;
+    if (!ws->pending) return;
+    be->add(be, ws->x, ws->pending, (size_t)T * ws->m->cfg.hidden);
+    ws->pending = NULL;
+}
+
+/* xn = rmsnorm(x) with weight w, after adding the pending residual delta
+ * (fused into one op when the backend has add_rmsnorm). */
+void model_norm_in(model_ws *ws, const dl_weight *w, int T, int zc) {
+    const hf_config *c = &ws->m->cfg;
+    dl_backend *be = ws->m->be;
+    if (ws->pending && be->add_rmsnorm) {
+        be->add_rmsnorm(be, ws->x, ws->pending, ws->xn, w, T, c->hidden, c->rms_eps, zc);
+        ws->pending = NULL;
+        return;
+    }
+    flush_residual(ws, T);
+    be->rmsnorm(be, ws->xn, ws->x, w, T, c->hidden, c->rms_eps, zc);
+}
+
+/* Attention block of layer L: x += o_proj(attn(norm(x))); the add is left
+ * pending in ws->pending for the next norm. */
 static void attn_block(model_ws *ws, const model_layer *L, dl_kvcache *kv, int T, int zc) {
     const dl_model *m = ws->m;
     const hf_config *c = &m->cfg;
     dl_backend *be = m->be;
     int nh = c->n_heads, nkv = c->n_kv_heads, hd = c->head_dim;
-    be->rmsnorm(be, ws->xn, ws->x, &L->attn_norm, T, c->hidden, c->rms_eps, zc);
-    be->matmul(be, ws->q, ws->xn, &L->q, T);
-    be->matmul(be, ws->k, ws->xn, &L->k, T);
-    be->matmul(be, ws->v, ws->xn, &L->v, T);
+    model_norm_in(ws, &L->attn_norm, T, zc);
+    float *const ys[3] = {ws->q, ws->k, ws->v};
+    const dl_weight *const wq[3] = {&L->q, &L->k, &L->v};
+    model_mm_n(be, ys, ws->xn, wq, 3, T);
     float *q = ws->q;
     if (ws->qg) {
         /* gated attention: q_proj rows are [query | gate] per head */
@@ -79,30 +113,86 @@ static void attn_block(model_ws *ws, const model_layer *L, dl_kvcache *kv, int T
         be->copy2d(be, ws->qg, hd, ws->q + hd, 2 * hd, T * nh, hd);
         q = ws->xn;
     }
-    if (L->q_norm.dtype != DT_COUNT) {
-        be->rmsnorm(be, q, q, &L->q_norm, T * nh, hd, c->rms_eps, zc);
-        be->rmsnorm(be, ws->k, ws->k, &L->k_norm, T * nkv, hd, c->rms_eps, zc);
+    const int qkn = L->q_norm.dtype != DT_COUNT;
+    if (be->qk_rope_kv) {
+        be->qk_rope_kv(be, kv, L->kv_index, q, ws->k, ws->v, nh, qkn ? &L->q_norm : NULL,
+                       qkn ? &L->k_norm : NULL, c->rms_eps, zc, &m->rope);
+    } else {
+        if (qkn) {
+            be->rmsnorm(be, q, q, &L->q_norm, T * nh, hd, c->rms_eps, zc);
+            be->rmsnorm(be, ws->k, ws->k, &L->k_norm, T * nkv, hd, c->rms_eps, zc);
+        }
+        be->rope(be, q, nh, hd, &m->rope);
+        be->rope(be, ws->k, nkv, hd, &m->rope);
+        be->kv_write(be, kv, L->kv_index, ws->k, ws->v);
     }
-    be->rope(be, q, nh, hd, &m->rope);
-    be->rope(be, ws->k, nkv, hd, &m->rope);
-    be->kv_write(be, kv, L->kv_index, ws->k, ws->v);
     be->attention(be, ws->att, q, kv, L->kv_index, nh, 1.0f / sqrtf((float)hd));
     if (ws->qg) be->sigmoid_mul(be, ws->att, ws->qg, (size_t)T * nh * hd);
     be->matmul(be, ws->xn, ws->att, &L->o, T);
-    be->add(be, ws->x, ws->xn, (size_t)T * c->hidden);
+    ws->pending = ws->xn;
 }
 
-/* MLP block: x += down(silu(gate(norm(x))) * up(norm(x))). */
+/* MLP block: x += down(silu(gate(norm(x))) * up(norm(x))), add left pending. */
 static void mlp_block(model_ws *ws, const model_layer *L, int T, int zc) {
     const dl_model *m = ws->m;
     const hf_config *c = &m->cfg;
     dl_backend *be = m->be;
-    be->rmsnorm(be, ws->xn, ws->x, &L->ffn_norm, T, c->hidden, c->rms_eps, zc);
-    be->matmul(be, ws->gate, ws->xn, &L->gate, T);
-    be->matmul(be, ws->up, ws->xn, &L->up, T);
+    model_norm_in(ws, &L->ffn_norm, T, zc);
+    float *const ys[2] = {ws->gate, ws->up};
+    const dl_weight *const wg[2] = {&L->gate, &L->up};
+    model_mm_n(be, ys, ws->xn, wg, 2, T);
     be->silu_mul(be, ws->gate, ws->gate, ws->up, (size_t)T * c->intermediate);
     be->matmul(be, ws->xn, ws->gate, &L->down, T);
-    be->add(be, ws->x, ws->xn, (size_t)T * c->hidden);
+    ws->pending = ws->xn;
+}
+
+/* logits[n, V] of batch rows rows[0..n) (n <= the logit chunk). */
+static void logits_chunk(model_ws *ws, const int32_t *rows, int n, int zc) {
+    const dl_model *m = ws->m;
+    const hf_config *c = &m->cfg;
+    dl_backend *be = m->be;
+    be->gather_rows(be, ws->last, ws->x, rows, n, c->hidden);
+    be->rmsnorm(be, ws->last, ws->last, &m->final_norm, n, c->hidden, c->rms_eps, zc);
+    be->matmul(be, ws->logits, ws->last, &m->lm_head, n);
+}
+
+/* Every op of one forward up to the logits of the first `chunk` rows (or
+ * none when n_logits == 0): the part a backend may record as a graph. */
+static void forward_ops(model_ws *ws, dl_kvcache *kv, int T, const int32_t *logit_rows, int n_logits) {
+    const dl_model *m = ws->m;
+    const hf_config *c = &m->cfg;
+    dl_backend *be = m->be;
+    int zc = c->arch == ARCH_QWEN3_5 || c->arch == ARCH_QWEN3_NEXT;
+    ws->pending = NULL;
+    be->embed(be, ws->x, &m->embed);
+    for (int l = 0; l < c->n_layers; l++) {
+        if (m->layers[l].hyb) {
+            hybrid_linear_attn(ws, &m->layers[l], T);
+        } else {
+            attn_block(ws, &m->layers[l], kv, T, zc);
+        }
+        mlp_block(ws, &m->layers[l], T, zc);
+    }
+    flush_residual(ws, T);
+    if (n_logits > 0) logits_chunk(ws, logit_rows, n_logits, zc);
+}
+
+/* The graph key of a forward: everything its ops take by value. 0 = do
+ * not record (prefill-sized batches, hybrid models whose recurrent-state
+ * ops take per-batch host data, several logit chunks). */
+static uint64_t graph_key(const model_ws *ws, const dl_kvcache *kv, int T, const int32_t *rows, int n) {
+    const dl_model *m = ws->m;
+    if (!m->be->graph_begin || m->n_lin_layers || T > GRAPH_MAX_TOK || n > LOGIT_CHUNK ||
+        n > ws->max_tok)
+        return 0;
+    uint64_t h = 1469598103934665603ull; /* FNV-1a over the by-value inputs */
+    uint64_t v[5] = {(uint64_t)T, (uint64_t)n, (uint64_t)(uintptr_t)ws->x, (uint64_t)(uintptr_t)kv->k,
+                     kv->n_layers ? (uint64_t)(uintptr_t)kv->k[0] : 0};
+    for (int i = 0; i < 5 + n; i++) {
+        uint64_t x = i < 5 ? v[i] : (uint64_t)(uint32_t)rows[i - 5];
+        for (int b = 0; b < 8; b++) h = (h ^ ((x >> (8 * b)) & 255)) * 1099511628211ull;
+    }
+    return h ? h : 1;
 }
 
 int model_forward(model_ws *ws, const dl_batch *b, dl_kvcache *kv, const int32_t *logit_rows,
@@ -127,22 +217,24 @@ int model_forward(model_ws *ws, const dl_batch *b, dl_kvcache *kv, const int32_t
     for (int i = 0; i < n_logits; i++)
         if (logit_rows[i] < 0 || logit_rows[i] >= T)
             return dl_err("logit row %d outside the batch of %d", logit_rows[i], T);
-    int zc = c->arch == ARCH_QWEN3_5 || c->arch == ARCH_QWEN3_NEXT;
     if (be->begin(be, b, kv)) return -1;
-    be->embed(be, ws->x, &m->embed);
-    for (int l = 0; l < c->n_layers; l++) {
-        if (m->layers[l].hyb) hybrid_linear_attn(ws, &m->layers[l], T);
-        else attn_block(ws, &m->layers[l], kv, T, zc);
-        mlp_block(ws, &m->layers[l], T, zc);
-    }
     int chunk = LOGIT_CHUNK < ws->max_tok ? LOGIT_CHUNK : ws->max_tok;
+    int first = n_logits < chunk ? n_logits : chunk;
+    uint64_t key = graph_key(ws, kv, T, logit_rows, n_logits);
+    int gr = key ? be->graph_begin(be, key) : 0;
+    if (gr < 0) return -1;
+    if (gr != 1) {
+        forward_ops(ws, kv, T, logit_rows, first);
+        if (gr == 2) {
+            int e = be->graph_end(be);
+            if (e < 0) return -1;
+            if (e == 1) forward_ops(ws, kv, T, logit_rows, first);
+        }
+    }
     for (int r0 = 0; r0 < n_logits; r0 += chunk) {
         int n = n_logits - r0 < chunk ? n_logits - r0 : chunk;
-        be->gather_rows(be, ws->last, ws->x, logit_rows + r0, n, c->hidden);
-        be->rmsnorm(be, ws->last, ws->last, &m->final_norm, n, c->hidden, c->rms_eps, zc);
-        be->matmul(be, ws->logits, ws->last, &m->lm_head, n);
-        if (be->to_host(be, logits_host + (size_t)r0 * V, ws->logits,
-                        (size_t)n * V * sizeof(float)))
+        if (r0) logits_chunk(ws, logit_rows + r0, n, c->arch == ARCH_QWEN3_5 || c->arch == ARCH_QWEN3_NEXT);
+        if (be->to_host(be, logits_host + (size_t)r0 * V, ws->logits, (size_t)n * V * sizeof(float)))
             return -1;
     }
     return be->sync(be);

@@ -218,16 +218,16 @@ void hybrid_linear_attn(model_ws *ws, const model_layer *L, int T) {
     const hybrid_layer *h = L->hyb;
     hybrid_ws *w = ws->hyb;
     int kd = w->Hk * w->Dk, vd = w->Hv * w->Dv;
-    be->rmsnorm(be, ws->xn, ws->x, &L->attn_norm, T, c->hidden, c->rms_eps, 1);
+    model_norm_in(ws, &L->attn_norm, T, 1);
     if (h->fused) {
         be->matmul(be, w->proj, ws->xn, &h->in_qkvz, T);
         be->matmul(be, w->ba, ws->xn, &h->in_ba, T);
         unfuse(be, w, T);
     } else {
-        be->matmul(be, w->mixed, ws->xn, &h->in_qkv, T);
-        be->matmul(be, w->z, ws->xn, &h->in_z, T);
-        be->matmul(be, w->b, ws->xn, &h->in_b, T);
-        be->matmul(be, w->a, ws->xn, &h->in_a, T);
+        float *const y1[2] = {w->mixed, w->z}, *const y2[2] = {w->b, w->a};
+        const dl_weight *const w1[2] = {&h->in_qkv, &h->in_z}, *const w2[2] = {&h->in_b, &h->in_a};
+        model_mm_n(be, y1, ws->xn, w1, 2, T);
+        model_mm_n(be, y2, ws->xn, w2, 2, T);
     }
     size_t S = (size_t)ws->max_seqs;
     be->conv1d_silu(be, w->conv, w->mixed, &h->conv,
@@ -242,5 +242,5 @@ void hybrid_linear_attn(model_ws *ws, const model_layer *L, int T) {
             w->rec_state + (size_t)h->lin_index * S * w->rec_slot, w->Hk, w->Hv, w->Dk, w->Dv);
     be->gated_rmsnorm(be, w->o, w->o, w->z, &h->norm, T * w->Hv, w->Dv, c->rms_eps);
     be->matmul(be, ws->xn, w->o, &h->out, T);
-    be->add(be, ws->x, ws->xn, (size_t)T * c->hidden);
+    ws->pending = ws->xn; /* x += delta, in the next norm */
 }

@@ -27,7 +27,9 @@ int hybrid_bind_layer(dl_model *m, int i, const char *pre);
 /* Allocate hybrid scratch and per-slot conv / recurrent states in ws->hyb. 0 or -1. */
 int hybrid_ws_init(model_ws *ws);
 void hybrid_ws_free(model_ws *ws);
-/* x += out_proj(gated_norm(GDN(conv(in_proj(norm(x)))))) for layer L over batch of T tokens. */
+/* x += out_proj(gated_norm(GDN(conv(in_proj(norm(x)))))) for layer L over batch of T tokens;
+ * the incoming ws->pending delta is added first, the block's own delta is left in
+ * ws->pending for the next norm (see model_norm_in). */
 void hybrid_linear_attn(model_ws *ws, const model_layer *L, int T);
 /* Upload / release every tensor of a hybrid layer. */
 int hybrid_upload(dl_model *m, hybrid_layer *h);

@@ -65,6 +65,7 @@ typedef struct {
     float *x, *xn, *q, *k, *v, *att, *gate, *up, *last, *logits; /* backend buffers */
     float *qg; /* [max_tok, n_heads*head_dim] attention output gate (gated attention only) */
     void *hyb; /* hybrid-model scratch and per-slot states (model/hybrid.h); NULL for dense */
+    float *pending; /* residual delta not yet added to x (inside a forward; NULL between) */
 } model_ws;
 
 /* Allocate buffers for up to max_tok tokens per forward and max_seqs slots.
@@ -89,6 +90,14 @@ int model_forward(model_ws *ws, const dl_batch *b, dl_kvcache *kv, const int32_t
 int model_bind_vec(dl_model *m, dl_weight *w, const char *name, int64_t n);
 int model_bind_mat(dl_model *m, dl_weight *w, const char *base, int64_t n, int64_t k,
                    int want_bias);
+
+/* Within a forward (model/ only): ys[i] = x ws[i]^T for weights sharing x, in
+ * one backend call when it has matmul_n; and xn = rmsnorm(x) after adding the
+ * residual delta a previous block left in ws->pending (fused when the
+ * backend has add_rmsnorm). */
+void model_mm_n(dl_backend *be, float *const *ys, const float *x, const dl_weight *const *w, int n,
+                int M);
+void model_norm_in(model_ws *ws, const dl_weight *w, int T, int zc);
 
 /* Logit width (rows of lm_head). */
 int model_vocab(const dl_model *m);

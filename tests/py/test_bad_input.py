@@ -170,6 +170,7 @@ def main():
         expect_error("missing model directory", ["run", os.path.join(td, "nope"), *prompt], "nope")
         expect_error("unknown option", ["run", d, *prompt, "--frobnicate"], "--frobnicate")
         expect_error("unknown backend", ["run", d, *prompt, "--backend", "tpu"], "tpu")
+        expect_error("bad KV-cache type", ["run", d, *prompt, "--kv-dtype", "int4"], "--kv-dtype")
         expect_error("unwritable output", ["logits", d, *prompt, "--out", "/nonexistent/dir/x.npy"],
                      "/nonexistent/dir/x.npy")
         expect_error("tokenize: broken JSON line", ["tokenize", os.path.join(ROOT, "assets", "tokenizers", "qwen3")],
