@@ -84,6 +84,35 @@ def int8_codes(rng, n):
     return b.tobytes()
 
 
+POOL_ELEMS = 1 << 26  # values drawn once per kind; big tensors are windows into them
+
+
+class Pools:
+    """Random values are drawn once per (kind, parameter) into a 64 Mi-element
+    pool; a large tensor is a window of the pool at a random offset (wrapping).
+    Benchmarks only need well-scaled, non-zero, non-repeating-per-row data at
+    distinct addresses; this writes tens of GiB at memory speed instead of
+    drawing every value."""
+
+    def __init__(self, rng):
+        self.rng, self.pools = rng, {}
+
+    def take(self, key, make, n, esize):
+        if n <= POOL_ELEMS // 4:
+            return make(n)
+        if key not in self.pools:
+            pb = make(POOL_ELEMS)
+            self.pools[key] = pb + pb  # doubled, so any window of <= POOL_ELEMS elements is contiguous
+        pb = self.pools[key]
+        out, left = bytearray(), n
+        while left:
+            c = min(left, POOL_ELEMS)
+            o = int(self.rng.integers(0, POOL_ELEMS)) * esize
+            out += pb[o:o + c * esize]
+            left -= c
+        return bytes(out)
+
+
 def f32(a):
     return np.asarray(a, dtype="<f4").tobytes()
 
@@ -105,6 +134,7 @@ def main():
     if a.layers:
         P["layers"] = a.layers
     rng = np.random.default_rng(a.seed)
+    pools = Pools(rng)
     H, I, L = P["hidden"], P["inter"], P["layers"]
     nh, nkv, hd, V = P["heads"], P["kv"], P["head_dim"], P["vocab"]
     hybrid = P["model_type"] == "qwen3_5_text"
@@ -117,23 +147,25 @@ def main():
         # effective weight magnitude ~ 1/sqrt(k)
         if a.format == "bf16":
             ec = 127 - int(np.ceil(np.log2(np.sqrt(k))))
-            w.add(name + ".weight", "BF16", [n, k], 2 * n * k, lambda: bf16_values(rng, n * k, ec))
+            w.add(name + ".weight", "BF16", [n, k], 2 * n * k, lambda: pools.take(("bf16", ec), lambda m: bf16_values(rng, m, ec), n * k, 2))
         elif a.format == "fp8-block":
             gn, gk = -(-n // 128), -(-k // 128)
-            w.add(name + ".weight", "F8_E4M3", [n, k], n * k, lambda: e4m3_codes(rng, n * k))
+            w.add(name + ".weight", "F8_E4M3", [n, k], n * k,
+                  lambda: pools.take("e4m3", lambda m: e4m3_codes(rng, m), n * k, 1))
             w.add(name + ".weight_scale_inv", "F32", [gn, gk], 4 * gn * gk,
                   lambda: f32(rng.uniform(0.5, 1.0, gn * gk) / np.sqrt(k)))
         elif a.format == "fp8-channel":
-            w.add(name + ".weight", "F8_E4M3", [n, k], n * k, lambda: e4m3_codes(rng, n * k))
+            w.add(name + ".weight", "F8_E4M3", [n, k], n * k,
+                  lambda: pools.take("e4m3", lambda m: e4m3_codes(rng, m), n * k, 1))
             w.add(name + ".weight_scale", "F32", [n, 1], 4 * n,
                   lambda: f32(rng.uniform(0.5, 1.0, n) / np.sqrt(k)))
         else:
-            w.add(name + ".weight", "I8", [n, k], n * k, lambda: int8_codes(rng, n * k))
+            w.add(name + ".weight", "I8", [n, k], n * k, lambda: pools.take("i8", lambda m: int8_codes(rng, m), n * k, 1))
             w.add(name + ".weight_scale", "F32", [n, 1], 4 * n,
                   lambda: f32(rng.uniform(1.0, 2.0, n) / 127.0 / np.sqrt(k)))
 
     pre = "model."
-    w.add(pre + "embed_tokens.weight", "BF16", [V, H], 2 * V * H, lambda: bf16_values(rng, V * H, 124))
+    w.add(pre + "embed_tokens.weight", "BF16", [V, H], 2 * V * H, lambda: pools.take(("bf16", 124), lambda m: bf16_values(rng, m, 124), V * H, 2))
     for i in range(L):
         p = f"{pre}layers.{i}."
         vec(p + "input_layernorm.weight", H, 0.0 if hybrid else 1.0)
@@ -165,7 +197,7 @@ def main():
         lin(p + "mlp.down_proj", H, I)
     vec(pre + "norm.weight", H, 0.0 if hybrid else 1.0)
     if not P["tie"]:
-        w.add("lm_head.weight", "BF16", [V, H], 2 * V * H, lambda: bf16_values(rng, V * H, 122))
+        w.add("lm_head.weight", "BF16", [V, H], 2 * V * H, lambda: pools.take(("bf16", 122), lambda m: bf16_values(rng, m, 122), V * H, 2))
     os.makedirs(a.out, exist_ok=True)
     total = w.write(os.path.join(a.out, "model.safetensors"))
     cfg = {"architectures": ["BenchForCausalLM"], "model_type": P["model_type"], "hidden_size": H,
