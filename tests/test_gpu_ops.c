@@ -345,40 +345,95 @@ static void test_elementwise(void) {
     free(a), free(b), free(c1), free(c2);
 }
 
-/* Paged caches on both backends with the same shuffled block table. */
+/* Paged caches on both backends with the same (shuffled) block table. */
 typedef struct {
     dl_kvcache kv;
     void *k, *v;
-    int32_t bt[3 * 8];
+    int32_t *bt;
 } cache;
 
-static void cache_init(cache *c, dl_backend *be, int nkv, int hd, dl_dtype dt, const int32_t *perm) {
+static void cache_init(cache *c, dl_backend *be, int nkv, int hd, dl_dtype dt, int bs, int nblocks, int nseqs,
+                       int mbps, const int32_t *bt) {
     memset(c, 0, sizeof *c);
     dl_kvcache *kv = &c->kv;
-    kv->n_layers = 1, kv->n_kv_heads = nkv, kv->head_dim = hd, kv->block_size = 16;
-    kv->n_blocks = 24, kv->dtype = dt, kv->max_seqs = 3, kv->max_blocks_per_seq = 8;
-    size_t bytes = (size_t)24 * 16 * nkv * hd * dt_size(dt);
+    kv->n_layers = 1, kv->n_kv_heads = nkv, kv->head_dim = hd, kv->block_size = bs;
+    kv->n_blocks = nblocks, kv->dtype = dt, kv->max_seqs = nseqs, kv->max_blocks_per_seq = mbps;
+    size_t bytes = (size_t)nblocks * bs * nkv * hd * dt_size(dt);
     c->k = be->alloc(be, bytes), c->v = be->alloc(be, bytes);
     kv->k = &c->k, kv->v = &c->v;
-    memcpy(c->bt, perm, sizeof c->bt);
+    c->bt = malloc((size_t)nseqs * mbps * sizeof *c->bt);
+    memcpy(c->bt, bt, (size_t)nseqs * mbps * sizeof *c->bt);
     kv->block_table = c->bt;
+}
+
+static void cache_free(cache *c, dl_backend *be) {
+    be->free(be, c->k), be->free(be, c->v);
+    free(c->bt);
+}
+
+/* A random permutation of 0..n-1. */
+static int32_t *shuffled(int n) {
+    int32_t *p = malloc((size_t)n * sizeof *p);
+    for (int i = 0; i < n; i++) p[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)(tu_rand_u64(&rs) % (uint64_t)(i + 1)), t = p[i];
+        p[i] = p[j], p[j] = t;
+    }
+    return p;
+}
+
+/* Which attention kernel the dispatch picks: split for decode-sized batches
+ * whose K/V rows are 16-byte vectors, else tiled. */
+static const char *attn_kernel(int nt, int hd, dl_dtype dt) {
+    return nt <= 8 && (hd * (int)dt_size(dt)) % 16 == 0 ? GN ".attention.split" : GN ".attention.tiled";
+}
+
+/* Writes the batch's k/v on both backends and runs attention on both: oc
+ * (CPU), og (GPU, default dispatch); checks the counter and that a second
+ * GPU run gives the same bits. dq/dk/dv: device copies of q/k/v. */
+static void attn_both(cache *cc, cache *cg, const dl_batch *b, int nh, const float *q, const float *k,
+                      const float *v, float *dq, float *dk, float *dv, float *dout, float *oc, float *og) {
+    const int hd = cc->kv.head_dim, nt = b->ntok;
+    const size_t qw = (size_t)nh * hd;
+    const float sc = 1.0f / sqrtf((float)hd);
+    cpu->begin(cpu, b, &cc->kv);
+    cpu->kv_write(cpu, &cc->kv, 0, k, v);
+    cpu->attention(cpu, oc, q, &cc->kv, 0, nh, sc);
+    CHECK(gpu->begin(gpu, b, &cg->kv) == 0);
+    gpu->kv_write(gpu, &cg->kv, 0, dk, dv);
+    kreg_reset_counts();
+    gpu->attention(gpu, dout, dq, &cg->kv, 0, nh, sc);
+    dget(og, dout, nt * qw);
+    const char *kn = attn_kernel(nt, hd, cg->kv.dtype);
+    CHECKF(kreg_count(kn) == 1, "%s not used (nt=%d hd=%d %s)", kn, nt, hd, dt_name(cg->kv.dtype));
+    float *o2 = malloc(nt * qw * 4);
+    gpu->attention(gpu, dout, dq, &cg->kv, 0, nh, sc);
+    dget(o2, dout, nt * qw);
+    CHECKF(!memcmp(o2, og, nt * qw * 4), "attention not deterministic (nt=%d hd=%d)", nt, hd);
+    free(o2);
+}
+
+/* GPU attention with the split kernel switched off (tiled kernel). */
+static void attn_tiled(cache *cg, int nh, int nt, float *dq, float *dout, float *og) {
+    const int hd = cg->kv.head_dim;
+    kreg_disable(GN ".attention.split");
+    gpu->attention(gpu, dout, dq, &cg->kv, 0, nh, 1.0f / sqrtf((float)hd));
+    dget(og, dout, (size_t)nt * nh * hd);
+    kreg_reset_switches();
 }
 
 /* History: seq 1 positions 0..36, seq 2 positions 0..99 (written by kv_write
  * in one batch). Then a mixed batch (prefill 0..4 of seq 0, decode at 37,
  * chunk at 100..102) with ntok = 9 (tiled kernel), and decode batches of
- * 1 and 3 tokens (split kernel); all against the CPU. */
+ * 1 and 3 tokens (split kernel); all against the CPU, and tiled vs CPU on
+ * the decode batches. */
 static void test_attention(int nh, int nkv, int hd, dl_dtype dt) {
     enum { HIST = 137, NT = 9 };
-    int32_t perm[24];
-    for (int i = 0; i < 24; i++) perm[i] = i;
-    for (int i = 23; i > 0; i--) {
-        int j = (int)(tu_rand_u64(&rs) % (uint64_t)(i + 1)), t = perm[i];
-        perm[i] = perm[j], perm[j] = t;
-    }
+    int32_t *perm = shuffled(24);
     cache cc, cg;
-    cache_init(&cc, cpu, nkv, hd, dt, perm);
-    cache_init(&cg, gpu, nkv, hd, dt, perm);
+    cache_init(&cc, cpu, nkv, hd, dt, 16, 24, 3, 8, perm);
+    cache_init(&cg, gpu, nkv, hd, dt, 16, 24, 3, 8, perm);
+    free(perm);
     int32_t htok[HIST] = {0}, hseq[HIST], hpos[HIST];
     for (int i = 0; i < HIST; i++) hseq[i] = i < 37 ? 1 : 2, hpos[i] = i < 37 ? i : i - 37;
     size_t kw = (size_t)nkv * hd, qw = (size_t)nh * hd;
@@ -401,32 +456,105 @@ static void test_attention(int nh, int nkv, int hd, dl_dtype dt) {
         float *q = malloc(nt * qw * 4), *k = malloc(nt * kw * 4), *v = malloc(nt * kw * 4);
         float *oc = malloc(nt * qw * 4), *og = malloc(nt * qw * 4);
         fill(q, nt * qw, 2.0f), fill(k, nt * kw, 1.0f), fill(v, nt * kw, 1.0f);
-        cpu->begin(cpu, &b, &cc.kv);
-        cpu->kv_write(cpu, &cc.kv, 0, k, v);
-        cpu->attention(cpu, oc, q, &cc.kv, 0, nh, 1.0f / sqrtf((float)hd));
-        CHECK(gpu->begin(gpu, &b, &cg.kv) == 0);
         float *dq = dput(q, nt * qw), *dk = dput(k, nt * kw), *dv = dput(v, nt * kw), *dout = gpu->alloc(gpu, nt * qw * 4);
-        gpu->kv_write(gpu, &cg.kv, 0, dk, dv);
-        kreg_reset_counts();
-        gpu->attention(gpu, dout, dq, &cg.kv, 0, nh, 1.0f / sqrtf((float)hd));
-        dget(og, dout, nt * qw);
+        attn_both(&cc, &cg, &b, nh, q, k, v, dq, dk, dv, dout, oc, og);
         double e = rel_err(og, oc, nt * qw);
         CHECKF(e <= 2e-5, "attention nh=%d nkv=%d hd=%d %s ntok=%d rel %.3g", nh, nkv, hd, dt_name(dt), nt, e);
-        CHECK(kreg_count(nt <= 8 ? GN ".attention.split" : GN ".attention.tiled") == 1);
         if (nt <= 8) { /* tiled kernel on the same decode batch */
-            kreg_disable(GN ".attention.split");
-            gpu->attention(gpu, dout, dq, &cg.kv, 0, nh, 1.0f / sqrtf((float)hd));
-            dget(og, dout, nt * qw);
+            attn_tiled(&cg, nh, nt, dq, dout, og);
             CHECKF(rel_err(og, oc, nt * qw) <= 2e-5, "tiled attention on decode batch");
-            kreg_reset_switches();
         }
         gpu->free(gpu, dq), gpu->free(gpu, dk), gpu->free(gpu, dv), gpu->free(gpu, dout);
         free(q), free(k), free(v), free(oc), free(og);
     }
     gpu->free(gpu, dK), gpu->free(gpu, dV);
-    gpu->free(gpu, cg.k), gpu->free(gpu, cg.v);
-    cpu->free(cpu, cc.k), cpu->free(cpu, cc.v);
+    cache_free(&cg, gpu), cache_free(&cc, cpu);
     free(K), free(V);
+}
+
+/* Long contexts, several sequences at different lengths in one batch.
+ * History (one kv_write batch): seq 0 positions 0..3099, seq 1 0..999,
+ * seq 2 0..63, seq 3 empty; block size 24 (pages cross the 64-position
+ * segments), shuffled blocks. Rows (seq, pos) with fixed q/k/v:
+ *   0: (0, 3100)  1: (1, 1000)  2: (1, 1001)  3: (1, 1002)  4: (2, 64)
+ *   5: (3, 0)     6..8: (3, 1..3)
+ * Batches: {0}, {0,1,4,5}, {1,2,3}, {5}, {4} (split), {0..8} (tiled).
+ * Each against the CPU; split batches also with the tiled kernel; and a
+ * row's split output is bitwise the same in every batch that holds it
+ * (one segment vs many, direct write vs combine, other rows' lengths). */
+static void test_attention_long(int nh, int nkv, int hd, dl_dtype dt) {
+    enum { NS = 4, BS = 24, NR = 9, NB = 6 };
+    static const int hist[NS] = {3100, 1000, 64, 0};
+    static const int32_t rseq[NR] = {0, 1, 1, 1, 2, 3, 3, 3, 3}, rpos[NR] = {3100, 1000, 1001, 1002, 64, 0, 1, 2, 3};
+    static const int bn[NB] = {1, 4, 3, 1, 1, 9};
+    static const int brow[NB][NR] = {{0}, {0, 1, 4, 5}, {1, 2, 3}, {5}, {4}, {0, 1, 2, 3, 4, 5, 6, 7, 8}};
+    const int mbps = (3100 + 8 + BS - 1) / BS, nblocks = NS * mbps;
+    int32_t *perm = shuffled(nblocks);
+    cache cc, cg;
+    cache_init(&cc, cpu, nkv, hd, dt, BS, nblocks, NS, mbps, perm);
+    cache_init(&cg, gpu, nkv, hd, dt, BS, nblocks, NS, mbps, perm);
+    free(perm);
+    const size_t kw = (size_t)nkv * hd, qw = (size_t)nh * hd;
+    int nh_tot = 0;
+    for (int s = 0; s < NS; s++) nh_tot += hist[s];
+    int32_t *htok = calloc(nh_tot, 4), *hseq = malloc(nh_tot * 4), *hpos = malloc(nh_tot * 4);
+    for (int s = 0, i = 0; s < NS; s++)
+        for (int p = 0; p < hist[s]; p++, i++) hseq[i] = s, hpos[i] = p;
+    float *K = malloc(nh_tot * kw * 4), *V = malloc(nh_tot * kw * 4);
+    fill(K, nh_tot * kw, 1.0f), fill(V, nh_tot * kw, 1.0f);
+    dl_batch hb = {nh_tot, htok, hseq, hpos};
+    cpu->begin(cpu, &hb, &cc.kv);
+    cpu->kv_write(cpu, &cc.kv, 0, K, V);
+    CHECK(gpu->begin(gpu, &hb, &cg.kv) == 0);
+    float *dK = dput(K, nh_tot * kw), *dV = dput(V, nh_tot * kw);
+    gpu->kv_write(gpu, &cg.kv, 0, dK, dV);
+    CHECKF(gpu->sync(gpu) == 0, "history: %s", dl_errmsg());
+    gpu->free(gpu, dK), gpu->free(gpu, dV);
+    free(K), free(V), free(htok), free(hseq), free(hpos);
+
+    float *RQ = malloc(NR * qw * 4), *RK = malloc(NR * kw * 4), *RV = malloc(NR * kw * 4);
+    fill(RQ, NR * qw, 4.0f), fill(RK, NR * kw, 1.0f), fill(RV, NR * kw, 1.0f);
+    float *first = malloc(NR * qw * 4); /* a row's first split output */
+    int have[NR] = {0};
+    float *q = malloc(NR * qw * 4), *k = malloc(NR * kw * 4), *v = malloc(NR * kw * 4);
+    float *oc = malloc(NR * qw * 4), *og = malloc(NR * qw * 4);
+    float *dq = gpu->alloc(gpu, NR * qw * 4), *dk = gpu->alloc(gpu, NR * kw * 4), *dv = gpu->alloc(gpu, NR * kw * 4);
+    float *dout = gpu->alloc(gpu, NR * qw * 4);
+    for (int bi = 0; bi < NB; bi++) {
+        const int nt = bn[bi];
+        int32_t tok[NR] = {0}, seq[NR], pos[NR];
+        for (int i = 0; i < nt; i++) {
+            const int r = brow[bi][i];
+            seq[i] = rseq[r], pos[i] = rpos[r];
+            memcpy(q + i * qw, RQ + r * qw, qw * 4);
+            memcpy(k + i * kw, RK + r * kw, kw * 4);
+            memcpy(v + i * kw, RV + r * kw, kw * 4);
+        }
+        gpu->from_host(gpu, dq, q, nt * qw * 4);
+        gpu->from_host(gpu, dk, k, nt * kw * 4);
+        gpu->from_host(gpu, dv, v, nt * kw * 4);
+        dl_batch b = {nt, tok, seq, pos};
+        attn_both(&cc, &cg, &b, nh, q, k, v, dq, dk, dv, dout, oc, og);
+        double e = rel_err(og, oc, nt * qw);
+        CHECKF(e <= 2e-5, "long attention nh=%d nkv=%d hd=%d %s batch %d rel %.3g", nh, nkv, hd, dt_name(dt), bi, e);
+        if (nt > 8) continue;
+        for (int i = 0; i < nt; i++) {
+            const int r = brow[bi][i];
+            if (!have[r]) {
+                memcpy(first + r * qw, og + i * qw, qw * 4);
+                have[r] = 1;
+            } else {
+                CHECKF(!memcmp(first + r * qw, og + i * qw, qw * 4),
+                       "split attention: row %d differs between batches (hd=%d %s batch %d)", r, hd, dt_name(dt), bi);
+            }
+        }
+        attn_tiled(&cg, nh, nt, dq, dout, og);
+        e = rel_err(og, oc, nt * qw);
+        CHECKF(e <= 2e-5, "long tiled attention nh=%d hd=%d %s batch %d rel %.3g", nh, hd, dt_name(dt), bi, e);
+    }
+    gpu->free(gpu, dq), gpu->free(gpu, dk), gpu->free(gpu, dv), gpu->free(gpu, dout);
+    free(RQ), free(RK), free(RV), free(first), free(q), free(k), free(v), free(oc), free(og);
+    cache_free(&cg, gpu), cache_free(&cc, cpu);
 }
 
 static void test_errors(void) {
@@ -465,11 +593,20 @@ int main(void) {
     test_embed_norm();
     test_rope();
     test_elementwise();
-    static const int cfg[][3] = {{4, 4, 64}, {8, 2, 128}, {6, 3, 72}, {4, 1, 20}, {16, 4, 128}, {4, 2, 256}};
-    for (int i = 0; i < 6; i++) {
+    static const int cfg[][3] = {{4, 4, 64}, {8, 2, 128}, {6, 3, 72}, {4, 1, 20}, {16, 4, 128}, {4, 2, 256},
+                                 {32, 4, 128}, {12, 2, 96}, {48, 3, 64}};
+    for (int i = 0; i < (int)(sizeof cfg / sizeof cfg[0]); i++) {
         test_attention(cfg[i][0], cfg[i][1], cfg[i][2], DT_F16);
         test_attention(cfg[i][0], cfg[i][1], cfg[i][2], DT_F32);
     }
+    /* nh, nkv, hd, KV dtype: Qwen3-8B shape, G = 1..16, head_dim 64..256 */
+    static const struct {
+        int nh, nkv, hd;
+        dl_dtype dt;
+    } lc[] = {{32, 8, 128, DT_F16}, {32, 8, 128, DT_F32}, {16, 2, 64, DT_F16}, {48, 3, 64, DT_F32},
+              {8, 2, 256, DT_F16},  {4, 2, 256, DT_F32},  {12, 2, 96, DT_F16}, {10, 2, 80, DT_F32},
+              {28, 4, 128, DT_F16}, {4, 4, 128, DT_F16},  {8, 1, 192, DT_F32}};
+    for (int i = 0; i < (int)(sizeof lc / sizeof lc[0]); i++) test_attention_long(lc[i].nh, lc[i].nkv, lc[i].hd, lc[i].dt);
     be_destroy(gpu);
     be_destroy(cpu);
     return TEST_END();

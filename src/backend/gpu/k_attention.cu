@@ -1,23 +1,31 @@
 /* Causal GQA attention over the paged KV cache (fp16 or fp32 KV, fp32
- * softmax). One kernel serves both modes:
+ * softmax and accumulation). Two paths:
  *
- *  - tiled (prefill): a block takes QV consecutive (token, head-in-group)
- *    query vectors of one KV head, stages CK keys/values at a time in shared
- *    memory (widened to fp32) and reuses them for all its queries; rows of
- *    different sequences in one block are handled in separate passes.
- *  - split (decode): a block takes the query heads of one token that share a
- *    KV head, and one of GK_ATTN_NSEG fixed segments of that token's
- *    [0, pos]; a combine kernel merges the segments in segment order.
+ *  - tiled (prefill, any batch): a block takes AT_QV consecutive
+ *    (token, head-in-group) query vectors of one KV head, stages CK
+ *    keys/values at a time in shared memory (widened to fp32) and reuses
+ *    them for all its queries; rows of different sequences in one block are
+ *    handled in separate passes. Chunk boundaries are multiples of CK from
+ *    position 0.
+ *  - split (decode, ntok <= 8): the positions [0, pos] of a token are cut
+ *    into fixed segments of GK_ATTN_SEG positions aligned at 0, so the
+ *    number of segments grows with the context. One block takes one
+ *    (token, KV head, segment) and all query heads of the GQA group (or a
+ *    fixed chunk of them), reads each K/V row once with 16-byte loads and
+ *    writes the segment's unnormalised partial (max, sum, output); a
+ *    combine kernel merges a row's segments in segment order.
  *
- * Inside a warp: lane c scores key c of the chunk (sequential dot product
- * over head_dim), online softmax per query row, and each lane accumulates
- * the output dims lane, lane + WARP, ... over the chunk's keys in key order.
- * Chunk boundaries are multiples of CK from position 0 (tiled) or from the
- * segment start, so a row's result depends only on its own position and
- * sequence, never on the rest of the block or batch. */
+ * Every reduction has a fixed order that depends only on the row's own
+ * sequence, position and the model shape (head_dim, heads, KV dtype), never
+ * on the rest of the batch: no float atomics, same bits run to run, and a
+ * row's result is the same in any batch of the same path. */
 #include <math.h>
 
 #include "gpu_common.cuh"
+
+/* ------------------------------------------------------------------------
+ * Tiled path
+ * ---------------------------------------------------------------------- */
 
 #define AT_WARPS 4
 #define AT_QV 16
@@ -36,22 +44,29 @@ static __device__ __forceinline__ float kv_ld(const void *p, int64_t i) {
     return KF16 ? __half2float(((const __half *)p)[i]) : ((const float *)p)[i];
 }
 
+/* Tiled causal attention for query vectors [blockIdx.x * AT_QV, +AT_QV) of
+ * KV head blockIdx.y (vector v = token * G + head-in-group). vec != 0: K/V
+ * rows are 16-byte aligned and a multiple of 16 bytes (staged with 16-byte
+ * loads, one block-table lookup per vector); else element by element.
+ * Lane c of a warp scores key c of the chunk (sequential dot product over
+ * head_dim); each lane accumulates output dims lane, lane + WARP, ... over
+ * the chunk's keys in key order, with an online softmax per query row. */
 template <int KF16>
 __global__ void __launch_bounds__(AT_WARPS *DL_WARP)
-    dl_k_attn(float *__restrict__ out, const float *__restrict__ q, gk_attn a, int qv, int nseg,
-              float *__restrict__ part, int ck) {
+    dl_k_attn(float *__restrict__ out, const float *__restrict__ q, gk_attn a, int ck, int vec) {
     extern __shared__ float smem[];
-    const int hd = a.hd, G = a.nh / a.nkv, g = blockIdx.y, seg = blockIdx.z;
+    const int hd = a.hd, G = a.nh / a.nkv, g = blockIdx.y;
     float *sq = smem;                       /* [AT_QV][hd] */
     float *sk = sq + AT_QV * hd;            /* [ck][hd + 1] */
     float *sv = sk + ck * (hd + 1);         /* [ck][hd] */
     __shared__ int rt[AT_QV], rpos[AT_QV], rseq[AT_QV], rh[AT_QV];
     const int lane = threadIdx.x % DL_WARP, wid = threadIdx.x / DL_WARP;
-    const int64_t v0 = (int64_t)blockIdx.x * qv, nvec = (int64_t)a.ntok * G;
+    const int64_t v0 = (int64_t)blockIdx.x * AT_QV, nvec = (int64_t)a.ntok * G;
+    const int qv = AT_QV;
 
     for (int i = threadIdx.x; i < AT_QV; i += blockDim.x) {
         int64_t v = v0 + i;
-        bool ok = i < qv && v < nvec;
+        bool ok = v < nvec;
         int t = ok ? (int)(v / G) : 0;
         rt[i] = t;
         rh[i] = g * G + (int)(v % G);
@@ -85,29 +100,49 @@ __global__ void __launch_bounds__(AT_WARPS *DL_WARP)
         int hi = 0;
         for (int i = i0; i < qv; i++)
             if (rseq[i] == S && rpos[i] + 1 > hi) hi = rpos[i] + 1;
-        int lo = 0;
-        if (nseg > 1) { /* all rows of the block are one token: same pos */
-            int sl = DL_CDIV(DL_CDIV(hi, nseg), ck) * ck;
-            lo = seg * sl;
-            hi = min(hi, lo + sl);
-        }
-        for (int c0 = lo; c0 < hi; c0 += ck) {
+        for (int c0 = 0; c0 < hi; c0 += ck) {
             __syncthreads();
             const int nc = min(ck, hi - c0);
-            for (int e = threadIdx.x; e < ck * hd; e += blockDim.x) {
-                const int c = e / hd, d = e % hd;
-                float kvv = 0.0f, vvv = 0.0f;
-                if (c < nc) {
-                    const int p = c0 + c;
-                    const int blk = a.btab[(int64_t)S * a.mbps + p / a.bs];
-                    if (blk >= 0) {
-                        const int64_t idx = ((int64_t)blk * a.bs + p % a.bs) * width + (int64_t)g * hd + d;
-                        kvv = kv_ld<KF16>(a.kc, idx);
-                        vvv = kv_ld<KF16>(a.vc, idx);
+            if (vec) {
+                constexpr int VE = KF16 ? 8 : 4; /* elements per 16-byte vector */
+                const int nv = hd / VE;
+                for (int e = threadIdx.x; e < ck * nv; e += blockDim.x) {
+                    const int c = e / nv, j = e - c * nv;
+                    uint4 kr = make_uint4(0, 0, 0, 0), vr = kr;
+                    if (c < nc) {
+                        const int p = c0 + c;
+                        const int blk = a.btab[(int64_t)S * a.mbps + p / a.bs];
+                        if (blk >= 0) {
+                            const int64_t idx = ((int64_t)blk * a.bs + p % a.bs) * width + (int64_t)g * hd + j * VE;
+                            kr = *(const uint4 *)((const char *)a.kc + idx * (KF16 ? 2 : 4));
+                            vr = *(const uint4 *)((const char *)a.vc + idx * (KF16 ? 2 : 4));
+                        }
+                    }
+                    float kf[VE], vf[VE];
+                    dl_wt<KF16 ? DT_F16 : DT_F32>::cvt16(kr, kf, nullptr);
+                    dl_wt<KF16 ? DT_F16 : DT_F32>::cvt16(vr, vf, nullptr);
+#pragma unroll
+                    for (int u = 0; u < VE; u++) {
+                        sk[c * (hd + 1) + j * VE + u] = kf[u];
+                        sv[c * hd + j * VE + u] = vf[u];
                     }
                 }
-                sk[c * (hd + 1) + d] = kvv;
-                sv[c * hd + d] = vvv;
+            } else {
+                for (int e = threadIdx.x; e < ck * hd; e += blockDim.x) {
+                    const int c = e / hd, d = e % hd;
+                    float kvv = 0.0f, vvv = 0.0f;
+                    if (c < nc) {
+                        const int p = c0 + c;
+                        const int blk = a.btab[(int64_t)S * a.mbps + p / a.bs];
+                        if (blk >= 0) {
+                            const int64_t idx = ((int64_t)blk * a.bs + p % a.bs) * width + (int64_t)g * hd + d;
+                            kvv = kv_ld<KF16>(a.kc, idx);
+                            vvv = kv_ld<KF16>(a.vc, idx);
+                        }
+                    }
+                    sk[c * (hd + 1) + d] = kvv;
+                    sv[c * hd + d] = vvv;
+                }
             }
             __syncthreads();
 #pragma unroll
@@ -146,89 +181,410 @@ __global__ void __launch_bounds__(AT_WARPS *DL_WARP)
     for (int r = 0; r < AT_RPW; r++) {
         const int i = wid + r * AT_WARPS;
         if (i >= qv || rpos[i] < 0) continue;
-        const int64_t vec = (int64_t)rt[i] * a.nh + rh[i];
-        if (!part) {
-            const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+        const int64_t vec_i = (int64_t)rt[i] * a.nh + rh[i];
+        const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
 #pragma unroll
-            for (int j = 0; j < AT_DPL; j++) {
-                const int d = lane + j * DL_WARP;
-                if (d < hd) out[vec * hd + d] = o[r][j] * inv;
+        for (int j = 0; j < AT_DPL; j++) {
+            const int d = lane + j * DL_WARP;
+            if (d < hd) out[vec_i * hd + d] = o[r][j] * inv;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------
+ * Split (decode) path
+ *
+ * Block = (segment blockIdx.x, KV head g and head chunk blockIdx.y, token
+ * blockIdx.z), DA_NW warps. Warp w owns the DA_KW positions
+ * [seg * SEG + w * DA_KW, + DA_KW) of the segment, clipped to [0, pos].
+ * A K/V row (hd elements) is NCH 16-byte vectors; T = 2^lt lanes share one
+ * key (lane ti of the group holds vectors ti, ti + T, ... : CPL of them),
+ * so a warp covers KPW = WARP / T keys per load instruction and each lane
+ * loads KB keys per batch: all 2 * KB * CPL vectors of a batch are issued
+ * before any is used. The GM (>= gb) query heads of the block live in
+ * registers (the lane's slice of each), so every K/V load serves all of
+ * them. Per batch: partial dots (sequential over the lane's elements),
+ * butterfly over the T lanes of the group, running max shared by the warp
+ * (log2 domain: scores are scaled by scale * log2(e) and exp2f is used),
+ * then p * V accumulated per lane in key order. At the end the groups of a
+ * warp are summed by a butterfly, and the DA_NW warps are merged in warp
+ * order through shared memory.
+ * ---------------------------------------------------------------------- */
+
+#define DA_NW 4                         /* warps per block */
+#define DA_KW (GK_ATTN_SEG / DA_NW)     /* positions per warp */
+#define DA_TMAX 16                      /* at most 16 lanes per key */
+#define DA_SO 1024                      /* merge buffer floats per warp (>= GM * hd) */
+#define DC_T 256                        /* combine threads */
+#define DA_LOG2E 1.4426950408889634f
+
+/* Keys per lane per batch: 4 K vectors (+ 4 V) in flight per lane, halved
+ * when the query/accumulator registers are large (GM * EPL >= 64). */
+static constexpr __host__ __device__ int da_kb(int gm, int cpl, int epl) {
+    return (gm * epl >= 64 ? 2 : 4) / cpl > 0 ? (gm * epl >= 64 ? 2 : 4) / cpl : 1;
+}
+
+/* Final normalisation shared by the direct (one segment) write and the
+ * combine, so that a one-segment row gets the same bits either way. */
+static __device__ __forceinline__ float da_final(float o, float l) { return l > 0.0f ? o * (1.0f / l) : 0.0f; }
+
+template <int KF16, int CPL, int GM>
+__global__ void __launch_bounds__(DA_NW *DL_WARP)
+    dl_k_attn_dec(float *__restrict__ out, float *__restrict__ wml, float *__restrict__ wo,
+                  const float *__restrict__ q, gk_attn a, int lt, int gb, int nseg, float c2) {
+    constexpr int DT = KF16 ? DT_F16 : DT_F32;
+    constexpr int VE = dl_wt<DT>::VEC; /* elements per 16-byte vector */
+    constexpr int EPL = CPL * VE;      /* elements of a row held by one lane */
+    constexpr int KB = da_kb(GM, CPL, EPL);
+    __shared__ float so[DA_NW * DA_SO];
+    __shared__ float sm[DA_NW * GM], sl[DA_NW * GM];
+
+    const int t = blockIdx.z, seg = blockIdx.x;
+    const int pos = a.pos[t];
+    const int p0 = seg * GK_ATTN_SEG;
+    if (p0 > pos) return; /* beyond this row: no partial (the combine stops before it) */
+    const int S = a.seq[t], hd = a.hd, G = a.nh / a.nkv, nhc = G / gb;
+    const int g = blockIdx.y / nhc, h0 = g * G + (blockIdx.y % nhc) * gb;
+    const int T = 1 << lt, KPW = DL_WARP >> lt;
+    const int lane = threadIdx.x % DL_WARP, w = threadIdx.x / DL_WARP;
+    const int ti = lane & (T - 1), gi = lane >> lt;
+    const int nch = hd / VE;
+    const int64_t rowb = (int64_t)hd * (KF16 ? 2 : 4);
+    const char *kc = (const char *)a.kc, *vc = (const char *)a.vc;
+    const int32_t *bt = a.btab + (int64_t)S * a.mbps;
+
+    float qr[GM][EPL];
+#pragma unroll
+    for (int h = 0; h < GM; h++) {
+        const float *qh = q + ((int64_t)t * a.nh + h0 + h) * hd;
+#pragma unroll
+        for (int cl = 0; cl < CPL; cl++) {
+            const int c = cl * T + ti;
+            const bool ok = h < gb && c < nch;
+#pragma unroll
+            for (int e = 0; e < VE; e++) qr[h][cl * VE + e] = ok ? qh[c * VE + e] : 0.0f;
+        }
+    }
+    float m[GM], l[GM], acc[GM][EPL];
+#pragma unroll
+    for (int h = 0; h < GM; h++) {
+        m[h] = -INFINITY;
+        l[h] = 0.0f;
+#pragma unroll
+        for (int j = 0; j < EPL; j++) acc[h][j] = 0.0f;
+    }
+
+    const int kw0 = p0 + w * DA_KW, kw1 = min(kw0 + DA_KW, pos + 1);
+    for (int k0 = kw0; k0 < kw1; k0 += KPW * KB) { /* warp-uniform bounds */
+        uint4 kr[KB][CPL], vr[KB][CPL];
+        bool ok[KB];
+#pragma unroll
+        for (int kb = 0; kb < KB; kb++) {
+            const int p = k0 + kb * KPW + gi; /* same for the T lanes of a group */
+            ok[kb] = p < kw1;
+            int64_t off = -1;
+            if (ok[kb]) {
+                const int blk = bt[p / a.bs];
+                if (blk >= 0) off = (((int64_t)blk * a.bs + p % a.bs) * a.nkv + g) * rowb;
             }
+#pragma unroll
+            for (int cl = 0; cl < CPL; cl++) {
+                const int c = cl * T + ti;
+                kr[kb][cl] = make_uint4(0, 0, 0, 0);
+                vr[kb][cl] = make_uint4(0, 0, 0, 0);
+                if (off >= 0 && c < nch) {
+                    kr[kb][cl] = *(const uint4 *)(kc + off + c * 16);
+                    vr[kb][cl] = *(const uint4 *)(vc + off + c * 16);
+                }
+            }
+        }
+        /* partial dots over the lane's elements, then over the group's lanes */
+        float s[KB][GM];
+#pragma unroll
+        for (int kb = 0; kb < KB; kb++)
+#pragma unroll
+            for (int h = 0; h < GM; h++) s[kb][h] = 0.0f;
+#pragma unroll
+        for (int kb = 0; kb < KB; kb++)
+#pragma unroll
+            for (int cl = 0; cl < CPL; cl++) {
+                float kf[VE];
+                dl_wt<DT>::cvt16(kr[kb][cl], kf, nullptr);
+#pragma unroll
+                for (int h = 0; h < GM; h++)
+#pragma unroll
+                    for (int e = 0; e < VE; e++) s[kb][h] = fmaf(qr[h][cl * VE + e], kf[e], s[kb][h]);
+            }
+        for (int o = T >> 1; o > 0; o >>= 1)
+#pragma unroll
+            for (int kb = 0; kb < KB; kb++)
+#pragma unroll
+                for (int h = 0; h < GM; h++) s[kb][h] += dl_shfl_xor(s[kb][h], o);
+        /* online softmax, max shared by the warp; slot kb = 0 of group 0
+         * (position k0 < kw1) is always valid, so the max is finite */
+#pragma unroll
+        for (int h = 0; h < GM; h++) {
+            float bm = -INFINITY;
+#pragma unroll
+            for (int kb = 0; kb < KB; kb++) {
+                s[kb][h] = ok[kb] ? s[kb][h] * c2 : -INFINITY;
+                bm = fmaxf(bm, s[kb][h]);
+            }
+            for (int o = T; o < DL_WARP; o <<= 1) bm = fmaxf(bm, dl_shfl_xor(bm, o));
+            const float mn = fmaxf(m[h], bm);
+            const float corr = exp2f(m[h] - mn); /* m = -inf on the first batch: 0 */
+            m[h] = mn;
+            float ps = 0.0f;
+#pragma unroll
+            for (int kb = 0; kb < KB; kb++) {
+                s[kb][h] = exp2f(s[kb][h] - mn); /* masked slot: exp2(-inf) = 0 */
+                ps += s[kb][h];
+            }
+            l[h] = fmaf(l[h], corr, ps);
+#pragma unroll
+            for (int j = 0; j < EPL; j++) acc[h][j] *= corr;
+        }
+#pragma unroll
+        for (int kb = 0; kb < KB; kb++)
+#pragma unroll
+            for (int cl = 0; cl < CPL; cl++) {
+                float vf[VE];
+                dl_wt<DT>::cvt16(vr[kb][cl], vf, nullptr);
+#pragma unroll
+                for (int h = 0; h < GM; h++)
+#pragma unroll
+                    for (int e = 0; e < VE; e++) acc[h][cl * VE + e] = fmaf(s[kb][h], vf[e], acc[h][cl * VE + e]);
+            }
+    }
+    /* sum the KPW key groups of the warp (same max): fixed butterfly */
+    for (int o = T; o < DL_WARP; o <<= 1)
+#pragma unroll
+        for (int h = 0; h < GM; h++) {
+            l[h] += dl_shfl_xor(l[h], o);
+#pragma unroll
+            for (int j = 0; j < EPL; j++) acc[h][j] += dl_shfl_xor(acc[h][j], o);
+        }
+    if (gi == 0) {
+#pragma unroll
+        for (int h = 0; h < GM; h++) {
+            if (h >= gb) continue;
+#pragma unroll
+            for (int cl = 0; cl < CPL; cl++) {
+                const int c = cl * T + ti;
+                if (c < nch)
+#pragma unroll
+                    for (int e = 0; e < VE; e++) so[w * DA_SO + h * hd + c * VE + e] = acc[h][cl * VE + e];
+            }
+            if (ti == 0) {
+                sm[w * GM + h] = m[h];
+                sl[w * GM + h] = l[h];
+            }
+        }
+    }
+    __syncthreads();
+    /* merge the warps in warp order; warp 0 always has keys (p0 <= pos) */
+    for (int i = threadIdx.x; i < gb * hd; i += blockDim.x) {
+        const int h = i / hd, d = i - h * hd;
+        float M = sm[h];
+#pragma unroll
+        for (int u = 1; u < DA_NW; u++) M = fmaxf(M, sm[u * GM + h]);
+        float L = 0.0f, O = 0.0f;
+#pragma unroll
+        for (int u = 0; u < DA_NW; u++) {
+            const float mu = sm[u * GM + h];
+            const float f = mu == M ? 1.0f : exp2f(mu - M); /* empty warp: m = -inf -> 0 */
+            L = fmaf(sl[u * GM + h], f, L);
+            O = fmaf(so[u * DA_SO + i], f, O);
+        }
+        const int64_t vec = (int64_t)t * a.nh + h0 + h;
+        if (nseg == 1) {
+            out[vec * hd + d] = da_final(O, L);
         } else {
-            float *po = part + (vec * nseg + seg) * (hd + 2);
-#pragma unroll
-            for (int j = 0; j < AT_DPL; j++) {
-                const int d = lane + j * DL_WARP;
-                if (d < hd) po[2 + d] = o[r][j];
-            }
-            if (lane == 0) {
-                po[0] = m[r];
-                po[1] = l[r];
+            const int64_t r = vec * nseg + seg;
+            wo[r * hd + d] = O;
+            if (d == 0) {
+                wml[2 * r] = M;
+                wml[2 * r + 1] = L;
             }
         }
     }
 }
 
-/* out[vec] = sum_s o_s e^(m_s - M) / sum_s l_s e^(m_s - M), segments in order. */
-__global__ void dl_k_attn_combine(float *__restrict__ out, const float *__restrict__ part, int nseg, int hd) {
+/* out[vec] = sum_s O_s 2^(m_s - M) / sum_s L_s 2^(m_s - M) over the row's
+ * segments s < pos / SEG + 1, in segment order. One block per (token,
+ * head): the weights of a chunk of segments go to shared memory; every
+ * thread sums L itself in segment order (same value everywhere); output dim
+ * d is summed by P = DC_T / hd slices (slice j takes segments j, j + P, ...
+ * of each chunk), then the slices are added in slice order. Slices without
+ * a segment hold -0.0 (the identity of +), so a one-segment row gives
+ * exactly O * (1 / L), as the direct write does. */
+__global__ void __launch_bounds__(DC_T)
+    dl_k_attn_combine(float *__restrict__ out, const float *__restrict__ wml, const float *__restrict__ wo,
+                      gk_attn a, int nseg) {
+    __shared__ float sw[DC_T], sl[DC_T], sacc[DC_T], red[DC_T / DL_WARP];
     const int64_t vec = blockIdx.x;
-    const float *pv = part + vec * nseg * (hd + 2);
-    float M = -INFINITY;
-    for (int s = 0; s < nseg; s++) M = fmaxf(M, pv[s * (hd + 2)]);
-    float L = 0.0f;
-    for (int s = 0; s < nseg; s++) {
-        const float ms = pv[s * (hd + 2)];
-        if (ms != -INFINITY) L += pv[s * (hd + 2) + 1] * expf(ms - M);
-    }
-    const float inv = L > 0.0f ? 1.0f / L : 0.0f;
-    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
-        float acc = 0.0f;
-        for (int s = 0; s < nseg; s++) {
-            const float ms = pv[s * (hd + 2)];
-            if (ms != -INFINITY) acc = fmaf(pv[s * (hd + 2) + 2 + d], expf(ms - M), acc);
+    const int t = (int)(vec / a.nh), hd = a.hd;
+    const int n = min(a.pos[t] / GK_ATTN_SEG + 1, nseg);
+    const float *ml = wml + vec * nseg * 2, *ov = wo + vec * nseg * hd;
+    const int lane = threadIdx.x % DL_WARP, wid = threadIdx.x / DL_WARP;
+
+    float mx = -INFINITY;
+    for (int s = threadIdx.x; s < n; s += DC_T) mx = fmaxf(mx, ml[2 * s]);
+    mx = dl_warp_max(mx);
+    if (lane == 0) red[wid] = mx;
+    __syncthreads();
+    float M = red[0];
+    for (int i = 1; i < DC_T / DL_WARP; i++) M = fmaxf(M, red[i]);
+
+    const int P = DC_T / hd, slice = threadIdx.x / hd, d = threadIdx.x - slice * hd;
+    float acc = -0.0f, L = 0.0f;
+    for (int s0 = 0; s0 < n; s0 += DC_T) {
+        const int cnt = min(DC_T, n - s0);
+        __syncthreads(); /* the previous chunk's weights are consumed */
+        if ((int)threadIdx.x < cnt) {
+            const float ms = ml[2 * (s0 + threadIdx.x)];
+            sw[threadIdx.x] = ms == M ? 1.0f : exp2f(ms - M);
+            sl[threadIdx.x] = ml[2 * (s0 + threadIdx.x) + 1];
         }
-        out[vec * hd + d] = acc * inv;
+        __syncthreads();
+        for (int i = 0; i < cnt; i++) L = fmaf(sl[i], sw[i], L);
+        if (slice < P) {
+            const float *op = ov + (int64_t)s0 * hd + d;
+#pragma unroll 8
+            for (int i = slice; i < cnt; i += P) acc = fmaf(op[(int64_t)i * hd], sw[i], acc);
+        }
+    }
+    sacc[threadIdx.x] = acc;
+    __syncthreads();
+    if ((int)threadIdx.x < hd) {
+        float tot = acc;
+        for (int j = 1; j < P; j++) tot += sacc[j * hd + threadIdx.x];
+        out[vec * hd + threadIdx.x] = da_final(tot, L);
     }
 }
+
+/* ------------------------------------------------------------------------
+ * Host side
+ * ---------------------------------------------------------------------- */
 
 extern "C" int gk_attn_ok(int hd) { return hd > 0 && hd <= AT_MAXD && hd % 2 == 0; }
 
-extern "C" size_t gk_attn_split_ws(const gk_attn *a) {
-    return (size_t)a->ntok * a->nh * GK_ATTN_NSEG * (a->hd + 2) * sizeof(float);
+/* Split-kernel configuration for a: lanes per key 2^lt, 16-byte vectors
+ * per lane cpl, query heads per block gb (a divisor of G), register slots
+ * gm >= gb. Returns 0 when the shape cannot take 16-byte K/V loads. */
+typedef struct {
+    int lt, cpl, gb, gm;
+} da_cfg;
+
+static int da_pick(const gk_attn *a, da_cfg *c) {
+    const int es = a->kv_f16 ? 2 : 4, ve = 16 / es;
+    if (!gk_attn_ok(a->hd) || a->nkv <= 0 || a->nh % a->nkv || (a->hd * es) % 16) return 0;
+    if ((((uintptr_t)a->kc) | ((uintptr_t)a->vc)) & 15) return 0;
+    const int nch = a->hd / ve; /* f16: <= 32, f32: <= 64 */
+    int lt = 0;
+    while ((1 << lt) < nch && (1 << lt) < DA_TMAX) lt++;
+    const int per = DL_CDIV(nch, 1 << lt);
+    c->lt = lt;
+    c->cpl = per <= 1 ? 1 : per <= 2 ? 2 : 4;
+    const int epl = c->cpl * ve, gmax = epl >= 16 ? 4 : 8; /* GM * EPL <= 64 registers each */
+    const int G = a->nh / a->nkv;
+    int gb = G < gmax ? G : gmax;
+    while (G % gb) gb--;
+    c->gb = gb;
+    c->gm = 1;
+    while (c->gm < gb) c->gm *= 2;
+    return 1;
 }
 
-static void launch(cudaStream_t st, float *out, const float *q, const gk_attn *a, int qv, int nseg, float *part) {
+static int da_nseg(const gk_attn *a) { return a->maxlen > 0 ? (int)DL_CDIV(a->maxlen, GK_ATTN_SEG) : 1; }
+
+extern "C" int gk_attn_split_ok(const gk_attn *a) {
+    da_cfg c;
+    return da_pick(a, &c);
+}
+
+extern "C" size_t gk_attn_split_ws(const gk_attn *a) {
+    const int nseg = da_nseg(a);
+    if (nseg <= 1) return 0;
+    return (size_t)a->ntok * a->nh * nseg * (a->hd + 2) * sizeof(float);
+}
+
+template <int KF16, int CPL, int GM>
+static void da_launch(cudaStream_t st, float *out, const float *q, const gk_attn *a, const da_cfg *c, int nseg,
+                      float *ws) {
+    const int G = a->nh / a->nkv;
+    dim3 grid((unsigned)nseg, (unsigned)(a->nkv * (G / c->gb)), (unsigned)a->ntok);
+    float *wml = ws, *wo = ws ? ws + (size_t)a->ntok * a->nh * nseg * 2 : nullptr;
+    dl_k_attn_dec<KF16, CPL, GM><<<grid, DA_NW * DL_WARP, 0, st>>>(out, wml, wo, q, *a, c->lt, c->gb, nseg,
+                                                                   a->scale * DA_LOG2E);
+}
+
+/* GM * EPL <= 64: GM = 8 only where EPL <= 8. */
+template <int KF16, int CPL>
+static void da_launch_gm(cudaStream_t st, float *out, const float *q, const gk_attn *a, const da_cfg *c, int nseg,
+                         float *ws) {
+    constexpr int EPL = CPL * (KF16 ? 8 : 4);
+    switch (c->gm) {
+    case 1: da_launch<KF16, CPL, 1>(st, out, q, a, c, nseg, ws); break;
+    case 2: da_launch<KF16, CPL, 2>(st, out, q, a, c, nseg, ws); break;
+    case 4: da_launch<KF16, CPL, 4>(st, out, q, a, c, nseg, ws); break;
+    default:
+        if constexpr (EPL <= 8) da_launch<KF16, CPL, 8>(st, out, q, a, c, nseg, ws);
+        break;
+    }
+}
+
+static void tiled_launch(cudaStream_t st, float *out, const float *q, const gk_attn *a) {
     static bool attr_set[2];
     const size_t sm = at_smem(a->hd);
-    const int G = a->nh / a->nkv;
-    dim3 grid((unsigned)DL_CDIV((int64_t)a->ntok * G, qv), (unsigned)a->nkv, (unsigned)nseg);
+    const int G = a->nh / a->nkv, es = a->kv_f16 ? 2 : 4;
+    const int vec = (a->hd * es) % 16 == 0 && ((((uintptr_t)a->kc) | ((uintptr_t)a->vc)) & 15) == 0;
+    dim3 grid((unsigned)DL_CDIV((int64_t)a->ntok * G, AT_QV), (unsigned)a->nkv);
     dim3 block(AT_WARPS * DL_WARP);
     if (a->kv_f16) {
         if (!attr_set[1]) {
             (void)cudaFuncSetAttribute((const void *)dl_k_attn<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024);
             attr_set[1] = true;
         }
-        dl_k_attn<1><<<grid, block, sm, st>>>(out, q, *a, qv, nseg, part, at_ck(a->hd));
+        dl_k_attn<1><<<grid, block, sm, st>>>(out, q, *a, at_ck(a->hd), vec);
     } else {
         if (!attr_set[0]) {
             (void)cudaFuncSetAttribute((const void *)dl_k_attn<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024);
             attr_set[0] = true;
         }
-        dl_k_attn<0><<<grid, block, sm, st>>>(out, q, *a, qv, nseg, part, at_ck(a->hd));
+        dl_k_attn<0><<<grid, block, sm, st>>>(out, q, *a, at_ck(a->hd), vec);
     }
 }
 
 extern "C" void gk_attn_tiled(void *s, float *out, const float *q, const gk_attn *a) {
     if (a->ntok <= 0) return;
-    launch((cudaStream_t)s, out, q, a, AT_QV, 1, nullptr);
+    tiled_launch((cudaStream_t)s, out, q, a);
 }
 
+/* Split-KV decode: segments of GK_ATTN_SEG positions, grid sized by
+ * a->maxlen (any value >= the batch's max pos + 1 gives the same results);
+ * one segment for every row (maxlen <= SEG): the block writes the output
+ * directly, else partials to ws and the combine. Shapes da_pick refuses
+ * (K/V rows not 16-byte vectors) run the tiled kernel. */
 extern "C" void gk_attn_split(void *s, float *out, const float *q, const gk_attn *a, void *ws) {
     if (a->ntok <= 0) return;
-    const int G = a->nh / a->nkv;
-    int qv = AT_QV;
-    while (G % qv) qv--; /* blocks never straddle two tokens */
-    launch((cudaStream_t)s, out, q, a, qv, GK_ATTN_NSEG, (float *)ws);
-    dl_k_attn_combine<<<(unsigned)((int64_t)a->ntok * a->nh), 128, 0, (cudaStream_t)s>>>(out, (const float *)ws,
-                                                                                      GK_ATTN_NSEG, a->hd);
+    cudaStream_t st = (cudaStream_t)s;
+    da_cfg c;
+    if (!da_pick(a, &c)) {
+        tiled_launch(st, out, q, a);
+        return;
+    }
+    const int nseg = da_nseg(a);
+    float *w = nseg > 1 ? (float *)ws : nullptr;
+    if (a->kv_f16) {
+        if (c.cpl == 1) da_launch_gm<1, 1>(st, out, q, a, &c, nseg, w);
+        else da_launch_gm<1, 2>(st, out, q, a, &c, nseg, w);
+    } else {
+        if (c.cpl == 1) da_launch_gm<0, 1>(st, out, q, a, &c, nseg, w);
+        else if (c.cpl == 2) da_launch_gm<0, 2>(st, out, q, a, &c, nseg, w);
+        else da_launch_gm<0, 4>(st, out, q, a, &c, nseg, w);
+    }
+    if (nseg > 1)
+        dl_k_attn_combine<<<(unsigned)((int64_t)a->ntok * a->nh), DC_T, 0, st>>>(
+            out, w, w + (size_t)a->ntok * a->nh * nseg * 2, *a, nseg);
 }
