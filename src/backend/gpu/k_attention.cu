@@ -228,8 +228,18 @@ static constexpr __host__ __device__ int da_kb(int gm, int cpl, int epl) {
  * combine, so that a one-segment row gets the same bits either way. */
 static __device__ __forceinline__ float da_final(float o, float l) { return l > 0.0f ? o * (1.0f / l) : 0.0f; }
 
+/* gfx906: a 256-thread block is one wave per SIMD; the shapes that fit 128
+ * VGPRs (GM <= 4 and GM * EPL <= 32; the Qwen3-8B shape needed 129) ask for
+ * 2 waves per SIMD. CUDA: ptxas picks (128 registers for those shapes,
+ * -Xptxas -v). */
+#if DL_WARP == 64
+#define DA_BOUNDS(gm, epl) __launch_bounds__(DA_NW * DL_WARP, (gm) <= 4 && (gm) * (epl) <= 32 ? 2 : 1)
+#else
+#define DA_BOUNDS(gm, epl) __launch_bounds__(DA_NW * DL_WARP)
+#endif
+
 template <int KF16, int CPL, int GM>
-__global__ void __launch_bounds__(DA_NW *DL_WARP)
+__global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
     dl_k_attn_dec(float *__restrict__ out, float *__restrict__ wml, float *__restrict__ wo,
                   const float *__restrict__ q, gk_attn a, int lt, int gb, int nseg, float c2) {
     constexpr int DT = KF16 ? DT_F16 : DT_F32;
