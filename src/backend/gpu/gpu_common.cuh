@@ -143,3 +143,125 @@ template <> struct dl_wt<DT_I8> {
 };
 
 static inline int dl_is_fp8(int dt) { return dt == DT_F8E4M3 || dt == DT_F8E5M2; }
+
+/* prmt.b32 in its generic mode: result byte i is byte (s >> 4i) & 7 of the
+ * 8-byte value b:a, or, when bit 3 of that selector nibble is set, the sign
+ * of that byte replicated over 8 bits (0x00 / 0xff). CUDA: one PRMT through
+ * inline PTX (the __byte_perm intrinsic masks the selector to 3 bits per
+ * nibble, dropping the sign mode; so does HIP's). HIP spells it out (s is a
+ * constant at every call site, so this folds to a few shifts and masks). */
+static __device__ __forceinline__ uint32_t dl_prmt(uint32_t a, uint32_t b, uint32_t s) {
+#if DL_WARP == 32
+    uint32_t r;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(s));
+    return r;
+#else
+    const uint64_t v = ((uint64_t)b << 32) | a;
+    uint32_t r = 0;
+    for (int i = 0; i < 4; i++) {
+        const uint32_t nib = (s >> (4 * i)) & 15u;
+        uint32_t byte = (uint32_t)(v >> (8 * (nib & 7u))) & 255u;
+        if (nib & 8u) byte = (byte & 0x80u) ? 255u : 0u;
+        r |= byte << (8 * i);
+    }
+    return r;
+#endif
+}
+
+/* One 16-byte weight vector that is read exactly once (GEMV weight stream).
+ * NA = 1 asks the L1 not to keep it (CUDA ld.global.nc.L1::no_allocate), so
+ * the activation rows every warp re-reads stay cached; NA = 0 is the plain
+ * read-only load. Same bits either way. p must be 16-byte aligned. */
+template <int NA> static __device__ __forceinline__ uint4 dl_ldw16(const void *p) {
+#if DL_WARP == 32
+    if (NA) {
+        uint4 r;
+        asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+            : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+            : "l"(p));
+        return r;
+    }
+#endif
+    return *(const uint4 *)p;
+}
+
+/* GEMV tuning knobs (variants). None of them changes a result bit: every
+ * variant widens each weight to the same fp32 value and keeps the same
+ * per-row FMA order (lane-strided 16-byte chunks, chunk partial, fixed
+ * butterfly); they change instruction counts, loads in flight and the
+ * launch shape only. Set once from DOTLM_GEMV (and the older
+ * DOTLM_GEMV_R1/RM, DOTLM_I8_R1/RM) at first use, changed by gk_gemv_tune()
+ * (gpu_tune.h) for tests and benchmarks. Owned by k_matmul_float.cu. */
+enum { DL_FP8_F32 = 0, DL_FP8_H2 = 1, DL_FP8_FOLD = 2, DL_FP8_F32S = 3 };
+struct dl_gemv_cfg {
+    int fp8;            /* fp8 widening: DL_FP8_* */
+    int u, na, wpb;     /* float GEMV: vectors in flight per lane and row (2, 4; 0 = 4 when R = 1, else 2), L1 no-allocate weights, warps per block (4, 8) */
+    int r1, rm;         /* float GEMV rows per warp at M = 1 / M > 1 (1, 2, 4; 0 = per-format default) */
+    int i8u, i8na, i8wpb, i8r1, i8rm; /* the same for the int8 W8A8 GEMV */
+};
+const dl_gemv_cfg &dl_gemv_cfg_now();
+
+
+/* Weights sharing one activation x in one GEMV launch (gk_gemv_multi,
+ * gk_int8_gemv_multi; gk_gemv is the one-weight case). Blocks are numbered
+ * over the concatenated rows: blocks [0, b1) take w[0], [b1, b2) w[1],
+ * [b2, grid) w[2]; every block runs the same code on its weight, so a
+ * weight's output is bitwise the same whichever job it is part of. The
+ * weights share dtype, scale kind, block sizes and k (read from w[0]). */
+struct dl_gv_job {
+    gk_weight w[GK_MULTI_MAX];
+    float *y[GK_MULTI_MAX];
+    unsigned b1, b2;
+    unsigned bk_magic; /* WS_BLOCK: ceil(2^32 / bk), so kk / bk = umulhi(kk, bk_magic) for kk * bk < 2^32; else 0 */
+};
+/* What one block needs of its weight: picked field by field with constant
+ * parameter indices (a dynamic index would copy the job to local memory). */
+struct dl_gv_sel {
+    const char *data;
+    const float *scale, *bias;
+    float *y;
+    int n;
+    int64_t ld;
+    unsigned b; /* block index inside this weight */
+};
+static __device__ __forceinline__ dl_gv_sel dl_gv_pick(const dl_gv_job &j) {
+    const unsigned bid = blockIdx.x;
+    const int i = bid < j.b1 ? 0 : (bid < j.b2 ? 1 : 2);
+    dl_gv_sel g;
+    g.data = (const char *)(i == 0 ? j.w[0].data : i == 1 ? j.w[1].data : j.w[2].data);
+    g.scale = i == 0 ? j.w[0].scale : i == 1 ? j.w[1].scale : j.w[2].scale;
+    g.bias = i == 0 ? j.w[0].bias : i == 1 ? j.w[1].bias : j.w[2].bias;
+    g.y = i == 0 ? j.y[0] : i == 1 ? j.y[1] : j.y[2];
+    g.n = (int)(i == 0 ? j.w[0].n : i == 1 ? j.w[1].n : j.w[2].n);
+    g.ld = i == 0 ? j.w[0].ld : i == 1 ? j.w[1].ld : j.w[2].ld;
+    g.b = bid - (i == 0 ? 0u : i == 1 ? j.b1 : j.b2);
+    return g;
+}
+/* Row scale of the epilogue (tensor/channel; block scales are folded per chunk). */
+static __device__ __forceinline__ float dl_gv_rowscale(int scale_kind, const float *scale, int64_t row) {
+    if (scale_kind == WS_TENSOR) return scale[0];
+    if (scale_kind == WS_CHANNEL) return scale[row];
+    return 1.0f;
+}
+/* Host: fill a job for `count` weights with `rpb` rows per block; returns the
+ * grid size (total blocks). */
+static inline unsigned dl_gv_job_make(dl_gv_job *j, const gk_weight *w, float *const *y, int count, int rpb) {
+    unsigned start[GK_MULTI_MAX + 1] = {0, 0, 0, 0};
+    for (int i = 0; i < GK_MULTI_MAX; i++) {
+        if (i < count) {
+            j->w[i] = w[i];
+            j->y[i] = y[i];
+            start[i + 1] = start[i] + (unsigned)DL_CDIV(w[i].n, (int64_t)rpb);
+        } else {
+            j->w[i] = w[0];
+            j->y[i] = y[0];
+            start[i + 1] = start[i];
+        }
+    }
+    j->b1 = start[1];
+    j->b2 = start[2];
+    j->bk_magic = w[0].scale_kind == WS_BLOCK && w[0].bk > 0
+                      ? (unsigned)((0x100000000ull + (uint64_t)w[0].bk - 1) / (uint64_t)w[0].bk)
+                      : 0u;
+    return start[3];
+}

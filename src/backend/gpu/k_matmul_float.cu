@@ -1,33 +1,66 @@
 /* Matmul for weights widened to fp32 in registers: f32, f16, bf16, fp8
- * (e4m3/e5m2 through a 256-entry shared-memory table) and int8 weight-only.
- * y[M, n] = x[M, k] W^T * scale (+ bias).
+ * (e4m3/e5m2; GEMV by bit arithmetic, GEMM through a 256-entry shared-memory
+ * table) and int8 weight-only. y[M, n] = x[M, k] W^T * scale (+ bias).
  *
- * GEMV (M <= 8): one warp per output row, WPB rows per block; each lane
- * streams 16-byte vectors of the row (lane-strided, GEMV_U vectors in flight)
+ * GEMV (M <= 8): a warp takes R rows, wpb warps per block, and one launch
+ * may cover up to three weights sharing x (gk_gemv_multi); each lane streams
+ * 16-byte vectors of its rows (lane-strided, U vectors per row in flight)
  * and multiplies them with all M activation rows in the same pass. Per lane
  * each 16-byte chunk gives a partial p (sequential FMAs); a block scale is
  * folded per chunk (chunks never straddle a K block); lanes are combined by a
- * fixed butterfly. GEMM (M > 8 or GEMV not applicable): 128x128 tiles, BK=8,
+ * fixed butterfly. Variants (dl_gemv_cfg: fp8 widening, U, L1 policy, R,
+ * wpb) keep that order and every widened value, so they are bitwise equal.
+ * GEMM (M > 8 or GEMV not applicable): 128x128 tiles, BK=8,
  * 256 threads with 8x8 outputs each, double-buffered shared memory; every
  * output is one sequential FMA chain over k (block scales multiplied into
  * the weight element as it is widened). Both orders are fixed, so results
  * are bitwise reproducible; they differ between the two paths (documented
  * in docs/gpu_backend.md). */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gpu_common.cuh"
+#include "gpu_tune.h"
 
+/* Threads per block of the GEMV kernels at most (wpb = 8 warps); the dot2
+ * variant keeps GEMV_WPB warps per block. */
+#define GEMV_MAXT (8 * DL_WARP)
 #define GEMV_WPB 4
-#define GEMV_U 2
 
-/* GEMV widening: bf16/f16/f32/int8 as the GEMM; fp8 by bit arithmetic
- * straight into fp32 (no shared-memory table, no conversion instruction):
- * the code's exponent and mantissa bits are placed in an fp32 whose exponent
- * bias is 127, then one multiply by 2^120 (e4m3) or 2^112 (e5m2) rebiases
- * it. Subnormal codes become fp32 subnormals first and come out exact too.
- * Exact for every finite code (e4m3fn NaN codes read as +-480, e5m2 inf/NaN
- * as large finite values; neither occurs in checkpoints). */
-template <int DT> struct dl_gv {
+/* GEMV widening of one 16-byte vector: bf16/f16/f32/int8 as the GEMM; fp8
+ * by bit arithmetic (no shared-memory table). Every variant gives every
+ * code the same fp32 value, so the FMAs see the same operands.
+ *  - DL_FP8_F32 (the original): the code's exponent/mantissa bits placed in
+ *    an fp32 whose exponent bias is 127, then one multiply by 2^120 (e4m3)
+ *    or 2^112 (e5m2) rebiases it; subnormal codes become fp32 subnormals
+ *    first and come out exact. PRMT + SHF + 2 LOP3 + FMUL per element.
+ *  - DL_FP8_F32S (e4m3 only): the same fp32 bits and multiply, placed two
+ *    codes at a time: one PRMT puts each code next to its replicated sign
+ *    byte, then per element one LOP3 keeps the 7 code bits and one sign bit
+ *    and one shift moves them into place (no conversion instruction; for
+ *    hardware where fp16 -> fp32 conversions are slow).
+ *  - DL_FP8_H2: two codes at a time through fp16. e5m2 is the top byte of
+ *    an fp16 (same bias), so one PRMT places two codes. e4m3 goes to fp16
+ *    as value * 2^-8 (code bits 6..0 at fp16 bits 13..7, sign at 15;
+ *    subnormal codes become fp16 subnormals, all exact): one PRMT puts each
+ *    code next to its replicated sign byte, one LOP3 keeps the 7 code bits
+ *    and one sign bit, one shift moves them into place; one packed fp16
+ *    multiply by 256 (exact: results <= 480, fp16 keeps subnormals) undoes
+ *    the 2^-8. Then the exact fp16 -> fp32 conversion (one per element).
+ *  - DL_FP8_FOLD (e4m3 only): DL_FP8_H2 without the multiply by 256; the
+ *    chunk partial is computed on values * 2^-8 and the 2^8 is folded into
+ *    the chunk scale (s * 256, exact). Bitwise equal to the others when no
+ *    rounding inside the chunk lands below the fp32 normal range in the
+ *    scaled domain, which holds whenever every nonzero activation has
+ *    2^-109 <= |x| < 2^120 (then every exact intermediate is a multiple of
+ *    2^-141, so values under 2^-118 are representable in both domains and
+ *    larger ones stay normal): opt-in, see docs/gpu_backend.md.
+ * e4m3fn NaN codes read as +-480 in every variant; e5m2 inf/NaN codes read
+ * as large finite values in DL_FP8_F32 and as inf/NaN (as the CPU) in
+ * DL_FP8_H2; checkpoints contain neither. */
+template <int DT, int CV> struct dl_gv {
+    static const bool FOLD = false;
     static __device__ __forceinline__ void cvt16(uint4 r, float *f) { dl_wt<DT>::cvt16(r, f, nullptr); }
 };
 template <int SH>
@@ -36,90 +69,178 @@ static __device__ __forceinline__ void dl_fp8x4_f32(uint32_t v, float *f, float 
     for (int j = 0; j < 4; j++) {
         /* byte j to bits 24..31 (one PRMT), sign stays at bit 31, the
          * exponent/mantissa bits move down to start at bit SH */
-        const uint32_t t = __byte_perm(v, 0u, (unsigned)((j << 12) | 0x444));
+        const uint32_t t = dl_prmt(v, 0u, (unsigned)((j << 12) | 0x444));
         f[j] = __uint_as_float((t & 0x80000000u) | ((t >> (24 - SH)) & (0x7fu << SH))) * rebias;
     }
 }
-template <> struct dl_gv<DT_F8E4M3> {
+template <> struct dl_gv<DT_F8E4M3, DL_FP8_F32> {
+    static const bool FOLD = false;
     static __device__ __forceinline__ void cvt16(uint4 r, float *f) {
         const float k = 0x1p120f;
         dl_fp8x4_f32<20>(r.x, f, k); dl_fp8x4_f32<20>(r.y, f + 4, k);
         dl_fp8x4_f32<20>(r.z, f + 8, k); dl_fp8x4_f32<20>(r.w, f + 12, k);
     }
 };
-template <> struct dl_gv<DT_F8E5M2> {
+template <> struct dl_gv<DT_F8E5M2, DL_FP8_F32> {
+    static const bool FOLD = false;
     static __device__ __forceinline__ void cvt16(uint4 r, float *f) {
         const float k = 0x1p112f;
         dl_fp8x4_f32<21>(r.x, f, k); dl_fp8x4_f32<21>(r.y, f + 4, k);
         dl_fp8x4_f32<21>(r.z, f + 8, k); dl_fp8x4_f32<21>(r.w, f + 12, k);
     }
 };
-
-/* Rows per warp: M = 1 streams one row per warp (most bytes in flight);
- * larger M shares each activation load between R rows. */
-template <int DT, int MR> struct dl_gemv_rows {
-    static const int R = dl_wt<DT>::VEC >= 16 ? 2 : (MR == 1 ? 1 : 4);
+/* e4m3 codes in bytes 0..3 of v -> f[0..3] = value * 2^-120 (fp32 bits s<<31 | code<<20). */
+static __device__ __forceinline__ void dl_e4m3x4_f32s(uint32_t v, float *f) {
+    /* [sign(b1) b1 sign(b0) b0] and [sign(b3) b3 sign(b2) b2] */
+    const uint32_t a = dl_prmt(v, 0u, 0x9180u), b = dl_prmt(v, 0u, 0xB3A2u);
+    /* low element: code bits 0..6 and sign bit 11 << 20; high: bits 16..22 and 27 << 4 */
+    f[0] = __uint_as_float((a & 0x0000087fu) << 20);
+    f[1] = __uint_as_float((a & 0x087f0000u) << 4);
+    f[2] = __uint_as_float((b & 0x0000087fu) << 20);
+    f[3] = __uint_as_float((b & 0x087f0000u) << 4);
+}
+template <> struct dl_gv<DT_F8E4M3, DL_FP8_F32S> {
+    static const bool FOLD = false;
+    static __device__ __forceinline__ void cvt16(uint4 r, float *f) {
+        dl_e4m3x4_f32s(r.x, f); dl_e4m3x4_f32s(r.y, f + 4);
+        dl_e4m3x4_f32s(r.z, f + 8); dl_e4m3x4_f32s(r.w, f + 12);
+#pragma unroll
+        for (int e = 0; e < 16; e++) f[e] *= 0x1p120f; /* exact, as DL_FP8_F32 */
+    }
+};
+static __device__ __forceinline__ void dl_h2_f32(uint32_t h, float *f) {
+    __half2 t;
+    __builtin_memcpy(&t, &h, 4);
+    const float2 v = __half22float2(t);
+    f[0] = v.x;
+    f[1] = v.y;
+}
+/* e4m3 codes in bytes 0..3 of v -> f[0..3] = value * 256^-1 (RB = 0) or value (RB = 1). */
+template <int RB> static __device__ __forceinline__ void dl_e4m3x4_h2(uint32_t v, float *f) {
+    /* [sign(b1) b1 sign(b0) b0] and [sign(b3) b3 sign(b2) b2] */
+    uint32_t a = dl_prmt(v, 0u, 0x9180u), b = dl_prmt(v, 0u, 0xB3A2u);
+    /* keep code bits 6..0 (-> fp16 bits 13..7) and one sign bit (bit 8 -> 15) per half */
+    a = (a & 0x017f017fu) << 7;
+    b = (b & 0x017f017fu) << 7;
+    if (RB) {
+        __half2 ha, hb;
+        __builtin_memcpy(&ha, &a, 4);
+        __builtin_memcpy(&hb, &b, 4);
+        const __half2 k = __half2half2(__ushort_as_half((unsigned short)0x5c00u)); /* 256 */
+        ha = __hmul2(ha, k);
+        hb = __hmul2(hb, k);
+        __builtin_memcpy(&a, &ha, 4);
+        __builtin_memcpy(&b, &hb, 4);
+    }
+    dl_h2_f32(a, f);
+    dl_h2_f32(b, f + 2);
+}
+/* e5m2 codes in bytes 0..3 of v -> f[0..3] (the code is the fp16's top byte). */
+static __device__ __forceinline__ void dl_e5m2x4_h2(uint32_t v, float *f) {
+    dl_h2_f32(dl_prmt(v, 0u, 0x1404u), f);
+    dl_h2_f32(dl_prmt(v, 0u, 0x3424u), f + 2);
+}
+template <> struct dl_gv<DT_F8E4M3, DL_FP8_H2> {
+    static const bool FOLD = false;
+    static __device__ __forceinline__ void cvt16(uint4 r, float *f) {
+        dl_e4m3x4_h2<1>(r.x, f); dl_e4m3x4_h2<1>(r.y, f + 4);
+        dl_e4m3x4_h2<1>(r.z, f + 8); dl_e4m3x4_h2<1>(r.w, f + 12);
+    }
+};
+template <> struct dl_gv<DT_F8E4M3, DL_FP8_FOLD> {
+    static const bool FOLD = true; /* f = value * 2^-8; the chunk scale carries 2^8 */
+    static __device__ __forceinline__ void cvt16(uint4 r, float *f) {
+        dl_e4m3x4_h2<0>(r.x, f); dl_e4m3x4_h2<0>(r.y, f + 4);
+        dl_e4m3x4_h2<0>(r.z, f + 8); dl_e4m3x4_h2<0>(r.w, f + 12);
+    }
+};
+template <> struct dl_gv<DT_F8E5M2, DL_FP8_H2> {
+    static const bool FOLD = false;
+    static __device__ __forceinline__ void cvt16(uint4 r, float *f) {
+        dl_e5m2x4_h2(r.x, f); dl_e5m2x4_h2(r.y, f + 4);
+        dl_e5m2x4_h2(r.z, f + 8); dl_e5m2x4_h2(r.w, f + 12);
+    }
 };
 
-template <int DT, int MR, int R>
-__global__ void __launch_bounds__(GEMV_WPB *DL_WARP)
-    dl_k_gemv_f(float *__restrict__ y, const float *__restrict__ x, gk_weight w) {
+/* The chunk scale of weights without block scales. */
+static __device__ const float dl_one = 1.0f;
+
+/* Float GEMV over a job of 1..3 weights (dl_gv_job): y_i[m, n] =
+ * (sum_k x[m, k] W_i[n, k]) * rowscale + bias. One warp per R rows,
+ * blockDim.x / DL_WARP warps per block; each lane streams 16-byte vectors of
+ * its rows (lane-strided: chunk c of a lane starts at (lane + c * DL_WARP) *
+ * VEC), U vectors per row in flight, NA = L1 no-allocate weight loads, and
+ * uses all MR activation rows in the same pass. Per lane each chunk gives a
+ * partial p (sequential FMAs over the chunk) that is folded as acc = fma(p,
+ * s, acc) (s: the chunk's block scale, else 1; chunks never straddle a K
+ * block); lanes are then combined by a fixed butterfly. R, U, NA, CV and the
+ * block shape leave that order, hence every bit, unchanged. Tail rows
+ * recompute the last row and are not stored. Needs gk_gemv_ok and a 16-byte
+ * aligned x; in-row offsets are 32-bit (k * element size < 2^31). */
+template <int DT, int MR, int R, int U, int CV, int NA>
+__global__ void __launch_bounds__(GEMV_MAXT)
+    dl_k_gemv_f(const float *__restrict__ x, const dl_gv_job j) {
     typedef dl_wt<DT> T;
-    typedef dl_gv<DT> G;
-    const int lane = threadIdx.x % DL_WARP, wid = threadIdx.x / DL_WARP;
-    const int64_t n0 = ((int64_t)blockIdx.x * GEMV_WPB + wid) * R;
-    if (n0 >= w.n) return;
-    const int64_t K = w.k;
-    const bool blk = w.scale_kind == WS_BLOCK;
+    typedef dl_gv<DT, CV> G;
+    const dl_gv_sel g = dl_gv_pick(j);
+    const int lane = threadIdx.x % DL_WARP, wid = threadIdx.x / DL_WARP, wpb = blockDim.x / DL_WARP;
+    const int n0 = ((int)g.b * wpb + wid) * R;
+    if (n0 >= g.n) return;
+    const int K = (int)j.w[0].k;
+    const int sk = j.w[0].scale_kind;
+    /* chunk scale = srow[r][umulhi(kk, magic)]: the row's block scales, or
+     * (no block scales) the constant 1 with magic 0; no branch, no division */
+    const unsigned magic = j.bk_magic;
     const char *wrow[R];
     const float *srow[R];
 #pragma unroll
     for (int r = 0; r < R; r++) {
-        const int64_t n = n0 + r < w.n ? n0 + r : w.n - 1; /* tail rows recompute the last row */
-        wrow[r] = (const char *)w.data + n * w.ld * T::ES;
-        srow[r] = blk ? w.scale + (n / w.bn) * w.kb : nullptr;
+        const int n = n0 + r < g.n ? n0 + r : g.n - 1; /* tail rows recompute the last row */
+        wrow[r] = g.data + (int64_t)n * g.ld * T::ES;
+        srow[r] = sk == WS_BLOCK ? g.scale + (int64_t)(n / j.w[0].bn) * j.w[0].kb : &dl_one;
     }
     float acc[R][MR];
 #pragma unroll
     for (int r = 0; r < R; r++)
 #pragma unroll
         for (int m = 0; m < MR; m++) acc[r][m] = 0.0f;
-    const int64_t step = (int64_t)DL_WARP * T::VEC;
-    for (int64_t k0 = (int64_t)lane * T::VEC; k0 < K; k0 += step * GEMV_U) {
-        uint4 raw[GEMV_U][R];
+    const int step = DL_WARP * T::VEC;
+    for (int k0 = lane * T::VEC; k0 < K; k0 += step * U) {
+        uint4 raw[U][R]; /* chunks past K are neither loaded nor used */
 #pragma unroll
-        for (int u = 0; u < GEMV_U; u++) {
-            const int64_t kk = k0 + u * step;
+        for (int u = 0; u < U; u++) {
+            const int kk = k0 + u * step;
+            if (kk < K) {
 #pragma unroll
-            for (int r = 0; r < R; r++)
-                raw[u][r] = kk < K ? *(const uint4 *)(wrow[r] + kk * T::ES) : make_uint4(0, 0, 0, 0);
+                for (int r = 0; r < R; r++) raw[u][r] = dl_ldw16<NA>(wrow[r] + kk * T::ES);
+            }
         }
 #pragma unroll
-        for (int u = 0; u < GEMV_U; u++) {
-            const int64_t kk = k0 + u * step;
+        for (int u = 0; u < U; u++) {
+            const int kk = k0 + u * step;
             if (kk < K) {
                 float f[R][T::VEC];
                 float s[R];
 #pragma unroll
                 for (int r = 0; r < R; r++) {
                     G::cvt16(raw[u][r], f[r]);
-                    /* no integer division in the loop for power-of-two blocks */
-                    s[r] = blk ? srow[r][w.bk_shift >= 0 ? (kk >> w.bk_shift) : kk / w.bk] : 1.0f;
+                    s[r] = srow[r][__umulhi((unsigned)kk, magic)];
+                    if (G::FOLD) s[r] *= 256.0f; /* exact */
                 }
 #pragma unroll
                 for (int m = 0; m < MR; m++) {
                     const float4 *xp = (const float4 *)(x + (int64_t)m * K + kk);
                     float xv[T::VEC];
 #pragma unroll
-                    for (int j = 0; j < T::VEC / 4; j++) {
-                        float4 t = xp[j];
-                        xv[4 * j] = t.x; xv[4 * j + 1] = t.y; xv[4 * j + 2] = t.z; xv[4 * j + 3] = t.w;
+                    for (int q = 0; q < T::VEC / 4; q++) {
+                        float4 t = xp[q];
+                        xv[4 * q] = t.x; xv[4 * q + 1] = t.y; xv[4 * q + 2] = t.z; xv[4 * q + 3] = t.w;
                     }
 #pragma unroll
                     for (int r = 0; r < R; r++) {
                         float p = 0.0f;
 #pragma unroll
-                        for (int j = 0; j < T::VEC; j++) p = fmaf(f[r][j], xv[j], p);
+                        for (int e = 0; e < T::VEC; e++) p = fmaf(f[r][e], xv[e], p);
                         acc[r][m] = fmaf(p, s[r], acc[r][m]);
                     }
                 }
@@ -128,13 +249,13 @@ __global__ void __launch_bounds__(GEMV_WPB *DL_WARP)
     }
 #pragma unroll
     for (int r = 0; r < R; r++) {
-        const int64_t n = n0 + r;
-        const float rs = n < w.n ? dl_rowscale(w, n) : 0.0f;
-        const float b = (n < w.n && w.bias) ? w.bias[n] : 0.0f;
+        const int n = n0 + r;
+        const float rs = n < g.n ? dl_gv_rowscale(sk, g.scale, n) : 0.0f;
+        const float b = (n < g.n && g.bias) ? g.bias[n] : 0.0f;
 #pragma unroll
         for (int m = 0; m < MR; m++) {
             float v = dl_warp_sum(acc[r][m]);
-            if (lane == 0 && n < w.n) y[(int64_t)m * w.n + n] = __fadd_rn(__fmul_rn(v, rs), b);
+            if (lane == 0 && n < g.n) g.y[(int64_t)m * g.n + n] = __fadd_rn(__fmul_rn(v, rs), b);
         }
     }
 }
@@ -311,6 +432,8 @@ extern "C" int gk_gemv_ok(const gk_weight *w) {
     if (!vec) return 0;
     if (((uintptr_t)w->data & 15) || (w->ld * es_of(w->dtype)) % 16 || w->k % vec) return 0;
     if (w->scale_kind == WS_BLOCK && w->bk % vec) return 0;
+    if (w->n > INT32_MAX || w->k * es_of(w->dtype) > INT32_MAX / 2) return 0; /* 32-bit row/offset math */
+    if (w->scale_kind == WS_BLOCK && (w->bk <= 0 || (uint64_t)w->k * (uint64_t)w->bk >= (1ull << 32))) return 0; /* umulhi block index */
     return 1;
 }
 
@@ -321,52 +444,217 @@ extern "C" int gk_gemm_ok(const gk_weight *w) {
     return 1;
 }
 
-/* Rows per warp (tuning knob DOTLM_GEMV_R1 / DOTLM_GEMV_RM for M = 1 / M > 1). */
-static int env_r(const char *name, int def) {
-    const char *e = getenv(name);
-    int v = e ? atoi(e) : def;
-    return (v == 1 || v == 2 || v == 4) ? v : def;
+/* ---- GEMV variants (dl_gemv_cfg) ---- */
+
+static void cfg_v1(dl_gemv_cfg *c) { /* the kernels as they were before the variants */
+    *c = dl_gemv_cfg{DL_FP8_F32, 2, 0, 4, 0, 0, 2, 0, 4, 0, 0};
+}
+static void cfg_default(dl_gemv_cfg *c) {
+    *c = dl_gemv_cfg{DL_FP8_H2, 0, 1, 4, 0, 0, 0, 1, 4, 0, 0};
 }
 
+/* Apply a spec "key=value,key=value" (or the words "default" / "v1") to c.
+ * Returns 0, or -1 on an unknown key or value (c is then partly updated). */
+static int cfg_apply(dl_gemv_cfg *c, const char *spec) {
+    const char *p = spec;
+    while (p && *p) {
+        const char *e = strchr(p, ',');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        char kv[64];
+        if (n >= sizeof kv) return -1;
+        memcpy(kv, p, n);
+        kv[n] = 0;
+        p = e ? e + 1 : NULL;
+        if (!n) continue;
+        if (!strcmp(kv, "default")) { cfg_default(c); continue; }
+        if (!strcmp(kv, "v1")) { cfg_v1(c); continue; }
+        char *eq = strchr(kv, '=');
+        if (!eq) return -1;
+        *eq = 0;
+        const char *k = kv, *v = eq + 1;
+        if (!strcmp(k, "fp8")) {
+            if (!strcmp(v, "f32")) c->fp8 = DL_FP8_F32;
+            else if (!strcmp(v, "h2")) c->fp8 = DL_FP8_H2;
+            else if (!strcmp(v, "fold")) c->fp8 = DL_FP8_FOLD;
+            else if (!strcmp(v, "f32s")) c->fp8 = DL_FP8_F32S;
+            else return -1;
+            continue;
+        }
+        char *end;
+        long x = strtol(v, &end, 10);
+        if (*end || end == v) return -1;
+        /* allowed values as bit masks: u 0 (auto)|2|4, na 0|1, wpb 4|8, rows 0 (default)|1|2|4 */
+        const unsigned U24 = 0x15, B01 = 0x3, W48 = 0x110, R = 0x17;
+        const struct { const char *k; int *p; unsigned ok; } tab[] = {
+            {"u", &c->u, U24}, {"na", &c->na, B01}, {"wpb", &c->wpb, W48}, {"r1", &c->r1, R},
+            {"rm", &c->rm, R}, {"i8u", &c->i8u, U24}, {"i8na", &c->i8na, B01}, {"i8wpb", &c->i8wpb, W48},
+            {"i8r1", &c->i8r1, R}, {"i8rm", &c->i8rm, R}};
+        size_t i = 0;
+        for (; i < sizeof tab / sizeof tab[0]; i++)
+            if (!strcmp(k, tab[i].k)) break;
+        if (i == sizeof tab / sizeof tab[0] || x < 0 || x > 8 || !((tab[i].ok >> x) & 1)) return -1;
+        *tab[i].p = (int)x;
+    }
+    return 0;
+}
+
+/* The settings at start: the defaults, then the older per-knob variables
+ * DOTLM_GEMV_R1/RM and DOTLM_I8_R1/RM, then DOTLM_GEMV (a spec; ignored as a
+ * whole, with a line on stderr, if it does not parse). */
+static dl_gemv_cfg cfg_from_env() {
+    dl_gemv_cfg c;
+    cfg_default(&c);
+    static const char *old[4] = {"DOTLM_GEMV_R1", "DOTLM_GEMV_RM", "DOTLM_I8_R1", "DOTLM_I8_RM"};
+    int *dst[4] = {&c.r1, &c.rm, &c.i8r1, &c.i8rm};
+    for (int i = 0; i < 4; i++) {
+        const char *e = getenv(old[i]);
+        int v = e ? atoi(e) : 0;
+        if (v == 1 || v == 2 || v == 4) *dst[i] = v;
+    }
+    const char *e = getenv("DOTLM_GEMV");
+    dl_gemv_cfg t = c;
+    if (e && cfg_apply(&t, e) == 0) c = t;
+    else if (e) fprintf(stderr, "dotlm: DOTLM_GEMV='%s' not understood (see gpu_tune.h); GEMV defaults used\n", e);
+    return c;
+}
+
+/* The settings in force (read from the environment once, at first use;
+ * the initialisation is thread-safe, changes by gk_gemv_tune are not). */
+static dl_gemv_cfg &cfg_ref() {
+    static dl_gemv_cfg c = cfg_from_env();
+    return c;
+}
+const dl_gemv_cfg &dl_gemv_cfg_now() { return cfg_ref(); }
+
+extern "C" int gk_gemv_tune(const char *spec) {
+    dl_gemv_cfg t = cfg_ref();
+    if (!spec || cfg_apply(&t, spec)) return -1;
+    cfg_ref() = t;
+    return 0;
+}
+
+extern "C" void gk_gemv_tune_str(char *buf, size_t n) {
+    const dl_gemv_cfg &c = dl_gemv_cfg_now();
+    static const char *f8[4] = {"f32", "h2", "fold", "f32s"};
+    snprintf(buf, n, "fp8=%s,u=%d,na=%d,wpb=%d,r1=%d,rm=%d,i8u=%d,i8na=%d,i8wpb=%d,i8r1=%d,i8rm=%d", f8[c.fp8], c.u,
+             c.na, c.wpb, c.r1, c.rm, c.i8u, c.i8na, c.i8wpb, c.i8r1, c.i8rm);
+}
+
+/* One float GEMV launch: the job's weights, the output pointers, M, knobs. */
+struct gv_call {
+    cudaStream_t st;
+    const float *x;
+    const gk_weight *w;
+    float *const *y;
+    int count;
+    dl_gemv_cfg cfg;
+};
+
+template <int DT, int MR, int R, int U, int CV, int NA>
+static void gv_go(const gv_call &c) {
+    dl_gv_job j;
+    const unsigned grid = dl_gv_job_make(&j, c.w, c.y, c.count, c.cfg.wpb * R);
+    dl_k_gemv_f<DT, MR, R, U, CV, NA><<<grid, c.cfg.wpb * DL_WARP, 0, c.st>>>(c.x, j);
+}
+
+/* Knob -> template. Instantiated: every format with U = 2 and NA = 0/1 at
+ * all M; U = 4 and the e4m3 FOLD / F32S widenings only at M <= 2 (decode
+ * proper), where instruction counts and loads in flight matter most; larger
+ * M fall back to U = 2 / DL_FP8_H2. R = 1 only at M = 1 (as before). */
+template <int DT, int MR, int R, int U, int NA>
+static void gv_cv(const gv_call &c) {
+    if constexpr (DT == DT_F8E4M3) {
+        if constexpr (MR <= 2) {
+            if (c.cfg.fp8 == DL_FP8_FOLD) return gv_go<DT, MR, R, U, DL_FP8_FOLD, NA>(c);
+            if (c.cfg.fp8 == DL_FP8_F32S) return gv_go<DT, MR, R, U, DL_FP8_F32S, NA>(c);
+        }
+        if (c.cfg.fp8 != DL_FP8_F32) return gv_go<DT, MR, R, U, DL_FP8_H2, NA>(c);
+        return gv_go<DT, MR, R, U, DL_FP8_F32, NA>(c);
+    } else if constexpr (DT == DT_F8E5M2) { /* no rebias to fold: FOLD = H2; F32S = F32 */
+        if (c.cfg.fp8 == DL_FP8_H2 || c.cfg.fp8 == DL_FP8_FOLD) return gv_go<DT, MR, R, U, DL_FP8_H2, NA>(c);
+        return gv_go<DT, MR, R, U, DL_FP8_F32, NA>(c);
+    } else {
+        return gv_go<DT, MR, R, U, 0, NA>(c);
+    }
+}
+
+/* u = 0 (auto): 4 vectors in flight when a warp streams one row, else 2
+ * (at least 64 bytes per lane either way). */
 template <int DT, int MR, int R>
-static void gemv_go(cudaStream_t st, float *y, const float *x, const gk_weight *w) {
-    dim3 grid((unsigned)DL_CDIV(w->n, GEMV_WPB * R)), block(GEMV_WPB * DL_WARP);
-    dl_k_gemv_f<DT, MR, R><<<grid, block, 0, st>>>(y, x, *w);
+static void gv_un(const gv_call &c) {
+    if constexpr (MR <= 2) {
+        if (c.cfg.u == 4 || (c.cfg.u == 0 && R == 1)) {
+            if (c.cfg.na) return gv_cv<DT, MR, R, 4, 1>(c);
+            return gv_cv<DT, MR, R, 4, 0>(c);
+        }
+    }
+    if (c.cfg.na) return gv_cv<DT, MR, R, 2, 1>(c);
+    return gv_cv<DT, MR, R, 2, 0>(c);
 }
 
+/* Rows per warp: knob r1 (M = 1) / rm (M > 1); 0 = per format: 8-bit
+ * weights 2 rows, 16/32-bit weights 1 row at M = 1 (most bytes in flight)
+ * and 4 at M > 1 (each activation load shared by 4 rows). */
 template <int DT, int MR>
-static void gemv_launch(cudaStream_t st, float *y, const float *x, const gk_weight *w) {
-    static const int r = MR == 1 ? env_r("DOTLM_GEMV_R1", dl_gemv_rows<DT, 1>::R) : env_r("DOTLM_GEMV_RM", dl_gemv_rows<DT, MR>::R);
-    if (r == 4) gemv_go<DT, MR, 4>(st, y, x, w);
-    else if (r == 2 || MR > 1) gemv_go<DT, MR, 2>(st, y, x, w);
-    else gemv_go<DT, MR, 1>(st, y, x, w);
+static void gv_rows(const gv_call &c) {
+    int r = MR == 1 ? c.cfg.r1 : c.cfg.rm;
+    if (!r) r = dl_wt<DT>::VEC >= 16 ? 2 : (MR == 1 ? 1 : 4);
+    if (r == 4) return gv_un<DT, MR, 4>(c);
+    if constexpr (MR == 1) {
+        if (r == 1) return gv_un<DT, 1, 1>(c);
+    }
+    return gv_un<DT, MR, 2>(c);
 }
 
 template <int DT>
-static void gemv_dt(cudaStream_t st, float *y, const float *x, const gk_weight *w, int M) {
+static void gv_m(const gv_call &c, int M) {
     switch (M) {
-    case 1: gemv_launch<DT, 1>(st, y, x, w); break;
-    case 2: gemv_launch<DT, 2>(st, y, x, w); break;
-    case 3: gemv_launch<DT, 3>(st, y, x, w); break;
-    case 4: gemv_launch<DT, 4>(st, y, x, w); break;
-    case 5: gemv_launch<DT, 5>(st, y, x, w); break;
-    case 6: gemv_launch<DT, 6>(st, y, x, w); break;
-    case 7: gemv_launch<DT, 7>(st, y, x, w); break;
-    default: gemv_launch<DT, 8>(st, y, x, w); break;
+    case 1: gv_rows<DT, 1>(c); break;
+    case 2: gv_rows<DT, 2>(c); break;
+    case 3: gv_rows<DT, 3>(c); break;
+    case 4: gv_rows<DT, 4>(c); break;
+    case 5: gv_rows<DT, 5>(c); break;
+    case 6: gv_rows<DT, 6>(c); break;
+    case 7: gv_rows<DT, 7>(c); break;
+    default: gv_rows<DT, 8>(c); break;
+    }
+}
+
+static void gv_run(cudaStream_t st, const float *x, const gk_weight *w, float *const *y, int count, int M) {
+    const gv_call c = {st, x, w, y, count, dl_gemv_cfg_now()};
+    switch (w[0].dtype) {
+    case DT_F32: gv_m<DT_F32>(c, M); break;
+    case DT_F16: gv_m<DT_F16>(c, M); break;
+    case DT_BF16: gv_m<DT_BF16>(c, M); break;
+    case DT_F8E4M3: gv_m<DT_F8E4M3>(c, M); break;
+    case DT_F8E5M2: gv_m<DT_F8E5M2>(c, M); break;
+    case DT_I8: gv_m<DT_I8>(c, M); break;
+    default: break;
     }
 }
 
 extern "C" void gk_gemv(void *s, float *y, const float *x, const gk_weight *w, int M) {
-    cudaStream_t st = (cudaStream_t)s;
-    switch (w->dtype) {
-    case DT_F32: gemv_dt<DT_F32>(st, y, x, w, M); break;
-    case DT_F16: gemv_dt<DT_F16>(st, y, x, w, M); break;
-    case DT_BF16: gemv_dt<DT_BF16>(st, y, x, w, M); break;
-    case DT_F8E4M3: gemv_dt<DT_F8E4M3>(st, y, x, w, M); break;
-    case DT_F8E5M2: gemv_dt<DT_F8E5M2>(st, y, x, w, M); break;
-    case DT_I8: gemv_dt<DT_I8>(st, y, x, w, M); break;
-    default: break;
+    gv_run((cudaStream_t)s, x, w, &y, 1, M);
+}
+
+/* Same format, scale kind, block shape and k for every weight, each one fit
+ * for the GEMV on its own. */
+extern "C" int gk_gemv_multi_ok(const gk_multi *mw) {
+    if (!mw || mw->count < 1 || mw->count > GK_MULTI_MAX) return 0;
+    const gk_weight *a = &mw->w[0];
+    for (int i = 0; i < mw->count; i++) {
+        const gk_weight *b = &mw->w[i];
+        if (!gk_gemv_ok(b) || !mw->y[i]) return 0;
+        if (b->dtype != a->dtype || b->scale_kind != a->scale_kind || b->k != a->k) return 0;
+        if (a->scale_kind == WS_BLOCK &&
+            (b->bn != a->bn || b->bk != a->bk || b->kb != a->kb || b->bk_shift != a->bk_shift))
+            return 0;
     }
+    return 1;
+}
+
+extern "C" void gk_gemv_multi(void *s, const gk_multi *mw, const float *x, int M) {
+    gv_run((cudaStream_t)s, x, mw->w, mw->y, mw->count, M);
 }
 
 template <int E5>

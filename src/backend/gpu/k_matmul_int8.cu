@@ -4,16 +4,15 @@
  * Because the sum is exact, GEMV, GEMM and the reference agree bitwise and
  * a token's output does not depend on M or the rest of the batch.
  *
- * GEMV (M <= 8): one warp per output row, each lane streams 16-byte weight
- * vectors (4 dp4a words) against all M quantized rows. GEMM: 128x128 tiles,
+ * GEMV (M <= 8): a warp takes R rows, and one launch may cover up to three
+ * weights sharing x (gk_int8_gemv_multi); each lane streams 16-byte weight
+ * vectors (4 dp4a words, U in flight per row) against all M quantized rows.
+ * GEMM: 128x128 tiles,
  * BK = 32 bytes (8 words), 256 threads with 8x8 outputs, double-buffered
  * shared memory (words stored k-major so the inner loop reads 16 bytes). */
-#include <stdlib.h>
-
 #include "gpu_common.cuh"
 
-#define I8_WPB 4
-#define I8_U 2
+#define I8_MAXT (8 * DL_WARP) /* threads per block at most (wpb 8) */
 
 static __device__ __forceinline__ float i8_epilogue(int acc, float xs, const gk_weight &w, int64_t n) {
     /* explicit roundings: no FMA contraction, so every path gives the same bits */
@@ -21,33 +20,44 @@ static __device__ __forceinline__ float i8_epilogue(int acc, float xs, const gk_
     return w.bias ? __fadd_rn(v, w.bias[n]) : v;
 }
 
-template <int MR, int R>
-__global__ void __launch_bounds__(I8_WPB *DL_WARP)
-    dl_k_i8_gemv(float *__restrict__ y, const int8_t *__restrict__ xq, const float *__restrict__ xs,
-                 gk_weight w, int kp) {
-    const int lane = threadIdx.x % DL_WARP, wid = threadIdx.x / DL_WARP;
-    const int64_t n0 = ((int64_t)blockIdx.x * I8_WPB + wid) * R;
-    if (n0 >= w.n) return;
-    const int K = (int)w.k; /* 32-bit index math in the hot loop */
+/* W8A8 GEMV over a job of 1..3 weights (dl_gv_job): a warp takes R rows,
+ * blockDim.x / DL_WARP warps per block; each lane streams 16-byte weight
+ * vectors (4 dp4a words; U per row in flight, NA = L1 no-allocate) against
+ * all MR quantized rows. Integer sums are exact, so any R / U / NA / block
+ * shape gives the same bits (and the same as the GEMM and the reference).
+ * Epilogue as i8_epilogue. Tail rows recompute the last row, not stored. */
+template <int MR, int R, int U, int NA>
+__global__ void __launch_bounds__(I8_MAXT)
+    dl_k_i8_gemv(const int8_t *__restrict__ xq, const float *__restrict__ xs, const dl_gv_job j, int kp) {
+    const dl_gv_sel g = dl_gv_pick(j);
+    const int lane = threadIdx.x % DL_WARP, wid = threadIdx.x / DL_WARP, wpb = blockDim.x / DL_WARP;
+    const int n0 = ((int)g.b * wpb + wid) * R;
+    if (n0 >= g.n) return;
+    const int K = (int)j.w[0].k; /* 32-bit index math in the hot loop */
     const int8_t *wrow[R];
 #pragma unroll
-    for (int r = 0; r < R; r++) wrow[r] = (const int8_t *)w.data + (n0 + r < w.n ? n0 + r : w.n - 1) * w.ld;
+    for (int r = 0; r < R; r++) wrow[r] = (const int8_t *)g.data + (int64_t)(n0 + r < g.n ? n0 + r : g.n - 1) * g.ld;
     int acc[R][MR];
 #pragma unroll
     for (int r = 0; r < R; r++)
 #pragma unroll
         for (int m = 0; m < MR; m++) acc[r][m] = 0;
     const int step = DL_WARP * 16;
-    for (int k0 = lane * 16; k0 < K; k0 += step * I8_U) {
-        int4 wv[I8_U][R];
+    for (int k0 = lane * 16; k0 < K; k0 += step * U) {
+        int4 wv[U][R]; /* chunks past K are neither loaded nor used */
 #pragma unroll
-        for (int u = 0; u < I8_U; u++) {
+        for (int u = 0; u < U; u++) {
             const int kk = k0 + u * step;
+            if (kk < K) {
 #pragma unroll
-            for (int r = 0; r < R; r++) wv[u][r] = kk < K ? *(const int4 *)(wrow[r] + kk) : make_int4(0, 0, 0, 0);
+                for (int r = 0; r < R; r++) {
+                    const uint4 t = dl_ldw16<NA>(wrow[r] + kk);
+                    wv[u][r] = make_int4((int)t.x, (int)t.y, (int)t.z, (int)t.w);
+                }
+            }
         }
 #pragma unroll
-        for (int u = 0; u < I8_U; u++) {
+        for (int u = 0; u < U; u++) {
             const int kk = k0 + u * step;
             if (kk < K) {
 #pragma unroll
@@ -66,14 +76,20 @@ __global__ void __launch_bounds__(I8_WPB *DL_WARP)
             }
         }
     }
+    const gk_weight &w0 = j.w[0];
 #pragma unroll
     for (int r = 0; r < R; r++) {
-        const int64_t n = n0 + r;
+        const int n = n0 + r;
+        const float rs = n < g.n ? dl_gv_rowscale(w0.scale_kind, g.scale, n) : 0.0f;
 #pragma unroll
         for (int m = 0; m < MR; m++) {
             int v = acc[r][m];
             for (int o = DL_WARP / 2; o > 0; o >>= 1) v += dl_shfl_xor_i(v, o);
-            if (lane == 0 && n < w.n) y[(int64_t)m * w.n + n] = i8_epilogue(v, xs[m], w, n);
+            if (lane == 0 && n < g.n) {
+                /* as i8_epilogue, with the picked weight's scale and bias */
+                const float t = __fmul_rn(__fmul_rn((float)v, xs[m]), rs);
+                g.y[(int64_t)m * g.n + n] = g.bias ? __fadd_rn(t, g.bias[n]) : t;
+            }
         }
     }
 }
@@ -164,46 +180,90 @@ __global__ void dl_k_int8_ref(float *__restrict__ y, const int8_t *__restrict__ 
 }
 
 extern "C" int gk_int8_gemv_ok(const gk_weight *w) {
-    return !((uintptr_t)w->data & 15) && w->ld % 16 == 0 && w->k % 16 == 0;
+    return !((uintptr_t)w->data & 15) && w->ld % 16 == 0 && w->k % 16 == 0 && w->n <= INT32_MAX &&
+           w->k <= INT32_MAX / 2;
 }
 
 extern "C" int gk_int8_gemm_ok(const gk_weight *w) {
     return !((uintptr_t)w->data & 15) && w->ld % 16 == 0 && w->k % (IBW * 4) == 0;
 }
 
-template <int MR, int R>
-static void i8_go(cudaStream_t st, float *y, const int8_t *xq, const float *xs, const gk_weight *w, int kp) {
-    dim3 grid((unsigned)DL_CDIV(w->n, I8_WPB * R)), block(I8_WPB * DL_WARP);
-    dl_k_i8_gemv<MR, R><<<grid, block, 0, st>>>(y, xq, xs, *w, kp);
+/* One W8A8 GEMV launch: weights, outputs, quantized x, knobs. */
+struct i8_call {
+    cudaStream_t st;
+    const int8_t *xq;
+    const float *xs;
+    const gk_weight *w;
+    float *const *y;
+    int count, kp;
+    dl_gemv_cfg cfg;
+};
+
+template <int MR, int R, int U, int NA>
+static void i8_go(const i8_call &c) {
+    dl_gv_job j;
+    const unsigned grid = dl_gv_job_make(&j, c.w, c.y, c.count, c.cfg.i8wpb * R);
+    dl_k_i8_gemv<MR, R, U, NA><<<grid, c.cfg.i8wpb * DL_WARP, 0, c.st>>>(c.xq, c.xs, j, c.kp);
 }
 
-/* Rows per warp: tuning knob DOTLM_I8_R1 / DOTLM_I8_RM (1, 2 or 4). */
-template <int MR>
-static void i8_gemv_launch(cudaStream_t st, float *y, const int8_t *xq, const float *xs, const gk_weight *w, int kp) {
-    static int r = -1;
-    if (r < 0) {
-        const char *e = getenv(MR == 1 ? "DOTLM_I8_R1" : "DOTLM_I8_RM");
-        r = e ? atoi(e) : (MR == 1 ? 1 : 2);
-        if (r != 1 && r != 2 && r != 4) r = 2;
+/* Knobs -> template: U = 4 only at M <= 2 (auto: when R = 1); R = 1 only at
+ * M = 1; rows per warp default 1 at M = 1 and 2 at M > 1. */
+template <int MR, int R>
+static void i8_un(const i8_call &c) {
+    if constexpr (MR <= 2) {
+        if (c.cfg.i8u == 4 || (c.cfg.i8u == 0 && R == 1)) { /* auto: 4 when one row per warp */
+            if (c.cfg.i8na) return i8_go<MR, R, 4, 1>(c);
+            return i8_go<MR, R, 4, 0>(c);
+        }
     }
-    if (r == 4) i8_go<MR, 4>(st, y, xq, xs, w, kp);
-    else if (r == 2 || MR > 1) i8_go<MR, 2>(st, y, xq, xs, w, kp);
-    else i8_go<MR, 1>(st, y, xq, xs, w, kp);
+    if (c.cfg.i8na) return i8_go<MR, R, 2, 1>(c);
+    return i8_go<MR, R, 2, 0>(c);
+}
+
+template <int MR>
+static void i8_rows(const i8_call &c) {
+    int r = MR == 1 ? c.cfg.i8r1 : c.cfg.i8rm;
+    if (!r) r = MR == 1 ? 1 : 2;
+    if (r == 4) return i8_un<MR, 4>(c);
+    if constexpr (MR == 1) {
+        if (r == 1) return i8_un<1, 1>(c);
+    }
+    return i8_un<MR, 2>(c);
+}
+
+static void i8_run(const i8_call &c, int M) {
+    switch (M) {
+    case 1: i8_rows<1>(c); break;
+    case 2: i8_rows<2>(c); break;
+    case 3: i8_rows<3>(c); break;
+    case 4: i8_rows<4>(c); break;
+    case 5: i8_rows<5>(c); break;
+    case 6: i8_rows<6>(c); break;
+    case 7: i8_rows<7>(c); break;
+    default: i8_rows<8>(c); break;
+    }
 }
 
 extern "C" void gk_int8_gemv(void *s, float *y, const int8_t *xq, const float *xs, const gk_weight *w,
                              int M, int kp) {
-    cudaStream_t st = (cudaStream_t)s;
-    switch (M) {
-    case 1: i8_gemv_launch<1>(st, y, xq, xs, w, kp); break;
-    case 2: i8_gemv_launch<2>(st, y, xq, xs, w, kp); break;
-    case 3: i8_gemv_launch<3>(st, y, xq, xs, w, kp); break;
-    case 4: i8_gemv_launch<4>(st, y, xq, xs, w, kp); break;
-    case 5: i8_gemv_launch<5>(st, y, xq, xs, w, kp); break;
-    case 6: i8_gemv_launch<6>(st, y, xq, xs, w, kp); break;
-    case 7: i8_gemv_launch<7>(st, y, xq, xs, w, kp); break;
-    default: i8_gemv_launch<8>(st, y, xq, xs, w, kp); break;
+    const i8_call c = {(cudaStream_t)s, xq, xs, w, &y, 1, kp, dl_gemv_cfg_now()};
+    i8_run(c, M);
+}
+
+/* Same scale kind and k for every weight, each fit for the GEMV alone. */
+extern "C" int gk_int8_gemv_multi_ok(const gk_multi *mw) {
+    if (!mw || mw->count < 1 || mw->count > GK_MULTI_MAX) return 0;
+    for (int i = 0; i < mw->count; i++) {
+        const gk_weight *b = &mw->w[i];
+        if (!gk_int8_gemv_ok(b) || !mw->y[i]) return 0;
+        if (b->dtype != mw->w[0].dtype || b->scale_kind != mw->w[0].scale_kind || b->k != mw->w[0].k) return 0;
     }
+    return 1;
+}
+
+extern "C" void gk_int8_gemv_multi(void *s, const gk_multi *mw, const int8_t *xq, const float *xs, int M, int kp) {
+    const i8_call c = {(cudaStream_t)s, xq, xs, mw->w, mw->y, mw->count, kp, dl_gemv_cfg_now()};
+    i8_run(c, M);
 }
 
 extern "C" void gk_int8_gemm(void *s, float *y, const int8_t *xq, const float *xs, const gk_weight *w,

@@ -1,0 +1,35 @@
+/* GEMV variant knobs (k_matmul_float.cu), for tests and dotlm_gpu_bench.
+ * Every variant is bitwise equal to every other (same widened values, same
+ * per-row FMA order); they differ in speed only. The process starts from
+ * the defaults, then DOTLM_GEMV_R1/RM, DOTLM_I8_R1/RM and the spec in
+ * DOTLM_GEMV (read once, at the first GEMV). Spec: comma-separated
+ * key=value, or the words "default" and "v1" (the kernels before the
+ * variants existed: fp8=f32,u=2,na=0,wpb=4,r1=0,rm=0,i8u=2,i8na=0,i8wpb=4,
+ * i8r1=0,i8rm=0; "default" is fp8=h2,u=0,na=1,wpb=4,r1=0,rm=0,i8u=0,i8na=1,
+ * i8wpb=4,i8r1=0,i8rm=0). Keys:
+ *   fp8=f32|f32s|h2|fold  fp8 widening (f32 = the original; f32s, fold: e4m3
+ *                    at M <= 2 only; fold is exact only for activations with
+ *                    2^-109 <= |x| < 2^120 or 0, see docs/gpu_backend.md)
+ *   u=0|2|4          16-byte vectors in flight per lane and row (4: M <= 2
+ *                    only; 0 = auto: 4 when a warp streams one row, else 2)
+ *   na=0|1           weights loaded with L1 no-allocate (CUDA)
+ *   wpb=4|8          warps per block
+ *   r1, rm=0|1|2|4   rows per warp at M = 1 / M > 1 (0: per format default)
+ *   i8u, i8na, i8wpb, i8r1, i8rm   the same for the int8 W8A8 GEMV
+ * Not thread-safe: call between launches, from the thread that launches. */
+#pragma once
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Apply spec on top of the current settings; 0 = ok, -1 = unknown key or
+ * value (nothing changed). */
+int gk_gemv_tune(const char *spec);
+/* Current settings as a full spec string. */
+void gk_gemv_tune_str(char *buf, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
