@@ -1,0 +1,444 @@
+/* Multi-weight GEMV launches and GEMV variants, bit for bit:
+ *  - gk_gemv_multi / gk_int8_gemv_multi (2 and 3 weights sharing x, different
+ *    and odd row counts) give each weight exactly the bits of gk_gemv /
+ *    gk_int8_gemv on that weight alone, for bf16, f16, f32, fp8 e4m3
+ *    (block/channel/tensor scales), fp8 e5m2, int8 weight-only and W8A8, at
+ *    M = 1, 2, 4, 8; nothing is written past a weight's rows;
+ *  - every GEMV variant (gpu_tune.h: fp8 widening f32/f32s/h2/fold, vectors in
+ *    flight, L1 policy, warps per block, rows per warp) is bitwise equal to
+ *    the original kernels ("v1"), on random codes and on every fp8 code
+ *    (subnormals, +-0, e4m3 NaN codes), single and multi launches;
+ *  - the GPU GEMV stays within the test_gpu_ops tolerance (1e-5 of max|ref|)
+ *    of the CPU backend;
+ *  - gk_gemv_multi_ok / gk_int8_gemv_multi_ok refuse mixed jobs, and
+ *    gk_gemv_tune refuses unknown knobs without changing anything.
+ * Prints "SKIP: no CUDA device" and exits 0 without a GPU backend or device. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "core/err.h"
+#include "testutil.h"
+#if defined(DOTLM_CUDA) || defined(DOTLM_HIP)
+#include "backend/gpu/gpu_backend.h"
+#include "backend/gpu/gpu_tune.h"
+#endif
+
+#ifdef DOTLM_HIP
+#define GN "hip"
+#else
+#define GN "cuda"
+#endif
+
+#if defined(DOTLM_CUDA) || defined(DOTLM_HIP)
+
+static uint64_t rs;
+static dl_backend *cpu, *gpu;
+
+#define GUARD 64          /* floats after each output that must stay untouched */
+#define SENTINEL 0x7fa5a5a5u /* a NaN pattern no kernel writes */
+
+static float rnd_nz(void) {
+    float f = tu_randf(&rs);
+    return f == 0.0f ? 0.5f : f;
+}
+
+enum { CODES_RANDOM = 0, CODES_ALL = 1 };
+
+/* Random weight (never zero values; fp8 never NaN/inf codes) or, for fp8
+ * with CODES_ALL, every code in turn (incl. +-0, subnormals, and e4m3 NaN
+ * codes; e5m2 inf/NaN codes excluded: the original widening reads them as
+ * finite values). Owned by the caller (free_w). */
+static dl_weight make_w(dl_dtype dt, int64_t n, int64_t k, int64_t ld, dl_wscale sk, dl_actq aq, int bias, int codes) {
+    size_t cnt = (size_t)n * (size_t)ld, es = dt_size(dt);
+    uint8_t *d = malloc(cnt * es);
+    for (size_t i = 0; i < cnt; i++) {
+        float f = rnd_nz();
+        switch (dt) {
+        case DT_F32: ((float *)d)[i] = f; break;
+        case DT_F16: ((uint16_t *)d)[i] = f32_to_f16(f); break;
+        case DT_BF16: ((uint16_t *)d)[i] = f32_to_bf16(f); break;
+        case DT_F8E4M3: case DT_F8E5M2: {
+            uint8_t c;
+            if (codes == CODES_ALL) {
+                c = (uint8_t)(i % 256);
+                if (dt == DT_F8E5M2 && ((c >> 2) & 31) == 31) c ^= 0x04; /* exponent 30 instead */
+            } else {
+                do c = (uint8_t)tu_rand_u64(&rs);
+                while ((c & 0x7f) == 0 || (dt == DT_F8E4M3 && (c & 0x7f) == 0x7f) ||
+                       (dt == DT_F8E5M2 && ((c >> 2) & 31) == 31));
+            }
+            d[i] = c;
+            break;
+        }
+        case DT_I8: {
+            int v = (int)(tu_rand_u64(&rs) % 255) - 127;
+            d[i] = (uint8_t)(int8_t)(v ? v : 1);
+            break;
+        }
+        default: break;
+        }
+    }
+    int64_t ns = sk == WS_TENSOR ? 1 : sk == WS_CHANNEL ? n : sk == WS_BLOCK ? ((n + 127) / 128) * ((k + 127) / 128) : 0;
+    float *sc = ns ? malloc((size_t)ns * 4) : NULL;
+    for (int64_t i = 0; i < ns; i++) sc[i] = 0.01f * (1.5f + tu_randf(&rs));
+    float *b = bias ? malloc((size_t)n * 4) : NULL;
+    for (int64_t i = 0; b && i < n; i++) b[i] = rnd_nz();
+    return (dl_weight){.name = "t", .dtype = dt, .n = n, .k = k, .ld = ld, .data = d, .scale_kind = sk,
+                       .scale_dtype = DT_F32, .scale = sc, .bn = 128, .bk = 128, .actq = aq, .act_scale = 0.01f,
+                       .bias = b, .bias_dtype = DT_F32};
+}
+
+static void free_w(dl_weight *w) {
+    free((void *)w->data);
+    free((void *)w->scale);
+    free((void *)w->bias);
+}
+
+typedef struct {
+    dl_dtype dt;
+    dl_wscale sk;
+    dl_actq aq;
+    const char *name;
+} fmt;
+
+static const fmt FMTS[] = {
+    {DT_BF16, WS_NONE, ACT_NATIVE, "bf16"},
+    {DT_F16, WS_NONE, ACT_NATIVE, "f16"},
+    {DT_F32, WS_NONE, ACT_NATIVE, "f32"},
+    {DT_F8E4M3, WS_BLOCK, ACT_NATIVE, "fp8e4m3 block"},
+    {DT_F8E4M3, WS_CHANNEL, ACT_NATIVE, "fp8e4m3 channel"},
+    {DT_F8E4M3, WS_TENSOR, ACT_NATIVE, "fp8e4m3 tensor"},
+    {DT_F8E5M2, WS_BLOCK, ACT_NATIVE, "fp8e5m2 block"},
+    {DT_F8E5M2, WS_CHANNEL, ACT_NATIVE, "fp8e5m2 channel"},
+    {DT_I8, WS_CHANNEL, ACT_NATIVE, "int8 weight-only"},
+    {DT_I8, WS_CHANNEL, ACT_INT8_TOKEN, "int8 W8A8"},
+};
+
+static int is_w8a8(const fmt *f) { return f->dt == DT_I8 && f->aq == ACT_INT8_TOKEN; }
+static int is_fp8(dl_dtype dt) { return dt == DT_F8E4M3 || dt == DT_F8E5M2; }
+
+/* One job: up to 3 uploaded weights of one format sharing k, and device
+ * buffers for x, the quantized x (W8A8) and two sets of outputs. */
+typedef struct {
+    const fmt *f;
+    int count, M;
+    int64_t k, kp;
+    dl_weight w[3];  /* host weights (the CPU backend reads these) */
+    dl_weight wg[3]; /* the same, uploaded to the GPU */
+    float *dx;
+    int8_t *dxq;
+    float *dxs;
+    float *dy[2][3]; /* [single/multi][weight], each M * n + GUARD floats */
+    float *x;        /* host copy of x */
+} job;
+
+static void *dalloc(size_t bytes) {
+    void *p = gpu->alloc(gpu, bytes);
+    CHECKF(p != NULL, "device alloc %zu: %s", bytes, dl_errmsg());
+    return p;
+}
+
+static void fill_sentinel(float *d, size_t n) {
+    uint32_t *h = malloc(n * 4);
+    for (size_t i = 0; i < n; i++) h[i] = SENTINEL;
+    gpu->from_host(gpu, d, h, n * 4);
+    free(h);
+}
+
+static int job_init(job *j, const fmt *f, int count, const int *ns, int64_t k, const int64_t *lds, int M, int codes) {
+    memset(j, 0, sizeof *j);
+    j->f = f;
+    j->M = M;
+    j->k = k;
+    j->kp = (k + 15) / 16 * 16;
+    for (int i = 0; i < count; i++) {
+        j->w[i] = make_w(f->dt, ns[i], k, lds[i], f->sk, f->aq, i != 1, codes);
+        if (cpu->upload) cpu->upload(cpu, &j->w[i]);
+        j->wg[i] = j->w[i];
+        j->wg[i].dev = NULL;
+        j->count = i + 1;
+        if (gpu->upload(gpu, &j->wg[i])) {
+            CHECKF(0, "upload %s: %s", f->name, dl_errmsg());
+            return -1;
+        }
+    }
+    size_t nx = (size_t)M * k;
+    j->x = malloc(nx * 4);
+    for (size_t i = 0; i < nx; i++) j->x[i] = rnd_nz();
+    j->dx = dalloc(nx * 4 + 16);
+    gpu->from_host(gpu, j->dx, j->x, nx * 4);
+    if (is_w8a8(f)) {
+        j->dxq = dalloc((size_t)M * j->kp + 16);
+        j->dxs = dalloc((size_t)M * 4 + 16);
+        gk_actq_int8(gpu_backend_stream(gpu), j->dxq, j->dxs, j->dx, M, (int)k, (int)j->kp);
+    }
+    for (int s = 0; s < 2; s++)
+        for (int i = 0; i < count; i++)
+            if (!(j->dy[s][i] = dalloc(((size_t)M * ns[i] + GUARD) * 4))) return -1;
+    return 0;
+}
+
+static void job_free(job *j) {
+    for (int i = 0; i < j->count; i++) {
+        if (j->wg[i].dev) gpu->release(gpu, &j->wg[i]);
+        if (cpu->release) cpu->release(cpu, &j->w[i]);
+        free_w(&j->w[i]);
+        for (int s = 0; s < 2; s++)
+            if (j->dy[s][i]) gpu->free(gpu, j->dy[s][i]);
+    }
+    if (j->dx) gpu->free(gpu, j->dx);
+    if (j->dxq) gpu->free(gpu, j->dxq), gpu->free(gpu, j->dxs);
+    free(j->x);
+}
+
+static const gk_weight *view(const dl_weight *w) { return gpu_weight_view(w); }
+
+/* Run the job's weights: s = 0 one launch per weight, s = 1 one multi launch. */
+static void job_run(job *j, int s) {
+    void *st = gpu_backend_stream(gpu);
+    for (int i = 0; i < j->count; i++) fill_sentinel(j->dy[s][i], (size_t)j->M * j->w[i].n + GUARD);
+    if (s == 0) {
+        for (int i = 0; i < j->count; i++) {
+            if (is_w8a8(j->f)) gk_int8_gemv(st, j->dy[0][i], j->dxq, j->dxs, view(&j->wg[i]), j->M, (int)j->kp);
+            else gk_gemv(st, j->dy[0][i], j->dx, view(&j->wg[i]), j->M);
+        }
+        return;
+    }
+    gk_multi mw;
+    memset(&mw, 0, sizeof mw);
+    mw.count = j->count;
+    for (int i = 0; i < j->count; i++) {
+        mw.w[i] = *view(&j->wg[i]);
+        mw.y[i] = j->dy[1][i];
+    }
+    if (is_w8a8(j->f)) {
+        CHECKF(gk_int8_gemv_multi_ok(&mw), "int8 multi_ok (%s)", j->f->name);
+        gk_int8_gemv_multi(st, &mw, j->dxq, j->dxs, j->M, (int)j->kp);
+    } else {
+        CHECKF(gk_gemv_multi_ok(&mw), "multi_ok (%s)", j->f->name);
+        gk_gemv_multi(st, &mw, j->dx, j->M);
+    }
+}
+
+/* Outputs of set s to host: h[i] holds M * n + GUARD floats. */
+static void job_get(job *j, int s, float **h) {
+    CHECKF(gpu->sync(gpu) == 0, "sync: %s", dl_errmsg());
+    for (int i = 0; i < j->count; i++) {
+        size_t n = (size_t)j->M * j->w[i].n + GUARD;
+        h[i] = malloc(n * 4);
+        gpu->to_host(gpu, h[i], j->dy[s][i], n * 4);
+    }
+}
+
+static int guard_ok(const float *h, size_t ny) {
+    for (size_t i = ny; i < ny + GUARD; i++) {
+        uint32_t u;
+        memcpy(&u, &h[i], 4);
+        if (u != SENTINEL) return 0;
+    }
+    return 1;
+}
+
+static size_t ndiff(const float *a, const float *b, size_t n) {
+    size_t d = 0;
+    for (size_t i = 0; i < n; i++) d += memcmp(&a[i], &b[i], 4) != 0;
+    return d;
+}
+
+static void free_h(float **h, int count) {
+    for (int i = 0; i < count; i++) free(h[i]);
+}
+
+static double rel_err(const float *a, const float *b, size_t n) {
+    double mx = 0, e = 0;
+    for (size_t i = 0; i < n; i++) {
+        mx = fmax(mx, fabs((double)b[i]));
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (d != d) return INFINITY;
+        e = fmax(e, d);
+    }
+    return e / (mx > 0 ? mx : 1e-30);
+}
+
+/* Single vs multi launch bitwise, guards intact, and single vs the CPU
+ * backend within 1e-5 (random codes only: the CPU reads e4m3 NaN codes as
+ * NaN). Returns the single-launch outputs (caller frees) in ref. */
+static void check_job(job *j, const char *what, int vs_cpu, float **ref) {
+    float *hs[3], *hm[3];
+    job_run(j, 0);
+    job_get(j, 0, hs);
+    job_run(j, 1);
+    job_get(j, 1, hm);
+    for (int i = 0; i < j->count; i++) {
+        size_t ny = (size_t)j->M * j->w[i].n;
+        size_t d = ndiff(hs[i], hm[i], ny);
+        CHECKF(d == 0, "%s %s M=%d count=%d weight %d (n=%lld): multi differs from single in %zu of %zu", what,
+               j->f->name, j->M, j->count, i, (long long)j->w[i].n, d, ny);
+        CHECKF(guard_ok(hs[i], ny) && guard_ok(hm[i], ny), "%s %s M=%d weight %d: wrote past its rows", what,
+               j->f->name, j->M, i);
+        if (vs_cpu) {
+            float *yc = malloc(ny * 4);
+            cpu->matmul(cpu, yc, j->x, &j->w[i], j->M);
+            double r = rel_err(hs[i], yc, ny);
+            CHECKF(r <= 1e-5, "%s %s M=%d weight %d vs CPU: rel %.3g", what, j->f->name, j->M, i, r);
+            free(yc);
+        }
+    }
+    free_h(hm, j->count);
+    if (ref) memcpy(ref, hs, sizeof(float *) * (size_t)j->count);
+    else free_h(hs, j->count);
+}
+
+/* The variants: every combination of the knobs, float and int8 alike
+ * (fp8 widening only varied for fp8 weights). */
+static int variant_spec(int v, int fp8, char *buf, size_t n) {
+    static const char *f8[4] = {"f32", "h2", "fold", "f32s"};
+    static const int us[3] = {0, 2, 4};
+    static const char *rows[4] = {"r1=0,rm=0,i8r1=0,i8rm=0", "r1=1,rm=2,i8r1=1,i8rm=2", "r1=4,rm=4,i8r1=4,i8rm=4",
+                                  "r1=2,rm=4,i8r1=2,i8rm=4"};
+    const int nf = fp8 ? 4 : 1, total = nf * 3 * 2 * 2 * 4;
+    if (v >= total) return 0;
+    int fi = v % nf, u = us[(v / nf) % 3], na = (v / nf / 3) % 2, wpb = (v / nf / 6) % 2, r = v / nf / 12;
+    snprintf(buf, n, "v1,fp8=%s,u=%d,na=%d,wpb=%d,i8u=%d,i8na=%d,i8wpb=%d,%s", f8[fi], u, na, wpb ? 8 : 4, u, na,
+             wpb ? 8 : 4, rows[r]);
+    return 1;
+}
+
+static void test_multi_and_variants(void) {
+    static const int Ms[] = {1, 2, 4, 8};
+    /* (count, n[], k, ld[]): odd and different row counts, padded rows, a
+     * partial last K block (k = 400 with bk = 128) */
+    static const struct {
+        int count, n[3];
+        int64_t k, ld[3];
+    } S[] = {{2, {37, 136, 0}, 384, {384, 400, 0}}, {3, {101, 9, 64}, 400, {400, 416, 400}}, {3, {5, 77, 33}, 256, {256, 256, 272}}};
+    char saved[256], spec[256];
+    gk_gemv_tune_str(saved, sizeof saved);
+    for (size_t f = 0; f < sizeof FMTS / sizeof FMTS[0]; f++) {
+        for (size_t s = 0; s < sizeof S / sizeof S[0]; s++) {
+            int64_t lds[3];
+            for (int i = 0; i < 3; i++) lds[i] = S[s].ld[i];
+            /* ld * element size must stay a multiple of 16 bytes for the GEMV */
+            if (FMTS[f].dt == DT_F32 || dt_size(FMTS[f].dt) == 2)
+                for (int i = 0; i < 3; i++) lds[i] = S[s].k + (lds[i] - S[s].k) / (int64_t)dt_size(FMTS[f].dt);
+            for (int mi = 0; mi < 4; mi++) {
+                const int M = Ms[mi];
+                const int nc = is_fp8(FMTS[f].dt) ? 2 : 1;
+                for (int codes = 0; codes < nc; codes++) {
+                    job j;
+                    if (job_init(&j, &FMTS[f], S[s].count, S[s].n, S[s].k, lds, M, codes)) {
+                        job_free(&j);
+                        continue;
+                    }
+                    /* the original kernels: reference bits (and vs the CPU) */
+                    gk_gemv_tune("v1");
+                    float *ref[3];
+                    check_job(&j, "v1", codes == CODES_RANDOM, ref);
+                    /* every variant, single and multi, against those bits */
+                    for (int v = 0; variant_spec(v, is_fp8(FMTS[f].dt), spec, sizeof spec); v++) {
+                        CHECKF(gk_gemv_tune(spec) == 0, "tune %s", spec);
+                        float *hs[3];
+                        check_job(&j, spec, 0, hs);
+                        for (int i = 0; i < j.count; i++) {
+                            size_t ny = (size_t)M * j.w[i].n, d = ndiff(hs[i], ref[i], ny);
+                            CHECKF(d == 0, "variant %s %s%s M=%d weight %d (n=%lld): %zu of %zu differ from v1",
+                                   spec, FMTS[f].name, codes ? " (all codes)" : "", M, i, (long long)j.w[i].n, d, ny);
+                        }
+                        free_h(hs, j.count);
+                    }
+                    /* count = 1 multi == gk_gemv too */
+                    gk_gemv_tune(saved);
+                    job one = j;
+                    one.count = 1;
+                    check_job(&one, "count=1", 0, NULL);
+                    free_h(ref, j.count);
+                    job_free(&j);
+                }
+            }
+        }
+    }
+    gk_gemv_tune(saved);
+}
+
+/* multi_ok refuses mixed jobs; tune refuses unknown knobs, atomically. */
+static void test_refusals(void) {
+    dl_weight a = make_w(DT_BF16, 16, 128, 128, WS_NONE, ACT_NATIVE, 0, 0);
+    dl_weight b = make_w(DT_BF16, 16, 256, 256, WS_NONE, ACT_NATIVE, 0, 0);
+    dl_weight c = make_w(DT_F16, 16, 128, 128, WS_NONE, ACT_NATIVE, 0, 0);
+    dl_weight q = make_w(DT_I8, 16, 128, 128, WS_CHANNEL, ACT_INT8_TOKEN, 0, 0);
+    CHECK(gpu->upload(gpu, &a) == 0 && gpu->upload(gpu, &b) == 0 && gpu->upload(gpu, &c) == 0 &&
+          gpu->upload(gpu, &q) == 0);
+    float *y = dalloc(4096);
+    gk_multi mw;
+    memset(&mw, 0, sizeof mw);
+    mw.count = 2;
+    mw.w[0] = *view(&a), mw.w[1] = *view(&a), mw.y[0] = y, mw.y[1] = y;
+    CHECK(gk_gemv_multi_ok(&mw));
+    mw.w[1] = *view(&b);
+    CHECK(!gk_gemv_multi_ok(&mw)); /* different k */
+    mw.w[1] = *view(&c);
+    CHECK(!gk_gemv_multi_ok(&mw)); /* different dtype */
+    mw.w[1] = *view(&a);
+    mw.count = 0;
+    CHECK(!gk_gemv_multi_ok(&mw));
+    mw.count = GK_MULTI_MAX + 1;
+    CHECK(!gk_gemv_multi_ok(&mw));
+    mw.count = 2;
+    mw.y[1] = NULL;
+    CHECK(!gk_gemv_multi_ok(&mw));
+    mw.y[1] = y;
+    mw.w[0] = *view(&q), mw.w[1] = *view(&q);
+    CHECK(gk_int8_gemv_multi_ok(&mw));
+    mw.w[1] = *view(&a);
+    CHECK(!gk_int8_gemv_multi_ok(&mw));
+    char s0[256], s1[256];
+    gk_gemv_tune_str(s0, sizeof s0);
+    CHECK(gk_gemv_tune("u=3") == -1);
+    CHECK(gk_gemv_tune("fp8=h2,bogus=1") == -1);
+    CHECK(gk_gemv_tune("wpb=6") == -1);
+    CHECK(gk_gemv_tune("r1=3") == -1);
+    gk_gemv_tune_str(s1, sizeof s1);
+    CHECKF(!strcmp(s0, s1), "a refused spec changed the settings: %s -> %s", s0, s1);
+    CHECK(gk_gemv_tune("v1") == 0);
+    gk_gemv_tune_str(s1, sizeof s1);
+    CHECKF(strstr(s1, "fp8=f32,u=2,na=0,wpb=4") != NULL, "v1 = %s", s1);
+    gk_gemv_tune(s0);
+    gpu->free(gpu, y);
+    gpu->release(gpu, &a), gpu->release(gpu, &b), gpu->release(gpu, &c), gpu->release(gpu, &q);
+    free_w(&a), free_w(&b), free_w(&c), free_w(&q);
+}
+
+int main(void) {
+    rs = tu_seed();
+    gpu = be_create(GN, 0);
+    if (!gpu) gpu = gpu_backend_create(GN);
+    if (!gpu) {
+        printf("SKIP: no CUDA device (%s)\n", dl_errmsg());
+        printf("0 passed, 0 failed, 1 skipped\n");
+        return 0;
+    }
+    cpu = be_create("cpu", 2);
+    CHECK(cpu != NULL);
+    if (!cpu) return TEST_END();
+    char s[256];
+    gk_gemv_tune_str(s, sizeof s);
+    printf("GEMV settings at start: %s\n", s);
+    test_refusals();
+    test_multi_and_variants();
+    be_destroy(gpu);
+    be_destroy(cpu);
+    return TEST_END();
+}
+
+#else /* no GPU backend in this build */
+
+int main(void) {
+    printf("SKIP: no CUDA device (built without a GPU backend)\n");
+    printf("0 passed, 0 failed, 1 skipped\n");
+    return 0;
+}
+
+#endif
