@@ -8,6 +8,8 @@
  * (which return void) are kept sticky and reported by the next sync(). */
 #include "backend/gpu/gpu_backend.h"
 #include "backend/gpu/gpu_gdn.h"
+#include "backend/gpu/gpu_graph.h"
+#include "backend/gpu/gpu_prof.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +42,10 @@ static kreg_kernel K_DOT2 =
 static kreg_kernel K_I8_GEMV = KREG_KERNEL(KN("matmul.int8.gemv"), "W8A8 GEMV M<=8, dp4a, exact int32");
 static kreg_kernel K_I8_GEMM = KREG_KERNEL(KN("matmul.int8.gemm"), "W8A8 128x128 GEMM, dp4a, double-buffered");
 static kreg_kernel K_I8_REF = KREG_KERNEL(KN("matmul.int8.ref"), "W8A8 reference, one thread per output");
+static kreg_kernel K_MULTI =
+    KREG_KERNEL(KN("matmul.multi.gemv"), "float-weight GEMV M<=8 over 2-3 weights sharing x, one launch");
+static kreg_kernel K_I8_MULTI =
+    KREG_KERNEL(KN("matmul.int8.multi.gemv"), "W8A8 GEMV M<=8 over 2-3 weights sharing x, one launch");
 static kreg_kernel K_AQ_I8 = KREG_KERNEL(KN("actq.int8"), "per-token int8 activation quantization");
 static kreg_kernel K_AQ_F8 = KREG_KERNEL(KN("actq.fp8"), "fp8 activation quantize-dequantize");
 static kreg_kernel K_ATT_SPLIT = KREG_KERNEL(KN("attention.split"), "split-KV decode attention (ntok<=8)");
@@ -53,6 +59,8 @@ static kreg_kernel K_ADD = KREG_KERNEL(KN("add"), "");
 static kreg_kernel K_GATHER = KREG_KERNEL(KN("gather_rows"), "");
 static kreg_kernel K_SIGM = KREG_KERNEL(KN("sigmoid_mul"), "");
 static kreg_kernel K_COPY2D = KREG_KERNEL(KN("copy2d"), "");
+static kreg_kernel K_ADD_RMS = KREG_KERNEL(KN("add_rmsnorm"), "residual add + RMSNorm in one launch");
+static kreg_kernel K_QKROPE = KREG_KERNEL(KN("qk_rope_kv"), "q/k RMSNorm + RoPE + KV-cache write in one launch");
 
 #define GEMV_MAX_M 8
 
@@ -86,9 +94,33 @@ typedef struct {
     size_t ws_cap;
     void *wsa;
     size_t wsa_cap;
+    gpu_prof *prof;       /* DOTLM_GPU_PROFILE=1, else NULL */
+    gpu_graphs *graphs;   /* decode forwards recorded as graphs */
 } gpu_impl;
 
 static gpu_impl *IMPL(dl_backend *be) { return (gpu_impl *)be->impl; }
+
+/* Count a dispatch (and remember it for graph replays while capturing). */
+static void hit(gpu_impl *g, kreg_kernel *k) {
+    kreg_hit(k);
+    if (gpu_graphs_capturing(g->graphs)) gpu_graphs_note(g->graphs, k);
+}
+
+/* kreg_use with the same bookkeeping: 1 (counted) if k is enabled. */
+static int use(gpu_impl *g, kreg_kernel *k) {
+    if (!kreg_use(k)) return 0;
+    if (gpu_graphs_capturing(g->graphs)) gpu_graphs_note(g->graphs, k);
+    return 1;
+}
+
+/* Launch statement `stmt` for kernel k: counted, and timed when profiling. */
+#define LAUNCH(g, k, stmt)                     \
+    do {                                       \
+        hit((g), (k));                         \
+        GPU_PROF((g)->prof, (k)->name, stmt);  \
+    } while (0)
+/* Same, for a kernel whose kreg_use() was already counted. */
+#define TIMED(g, k, stmt) GPU_PROF((g)->prof, (k)->name, stmt)
 
 static void set_err(gpu_impl *g, const char *msg) {
     if (g->err) return;
@@ -100,6 +132,11 @@ static void set_err(gpu_impl *g, const char *msg) {
  * so that no in-flight kernel still reads the old buffer. */
 static int ensure_dev(gpu_impl *g, void **buf, size_t *cap, size_t need) {
     if (need <= *cap && *buf) return 0;
+    if (gpu_graphs_capturing(g->graphs)) { /* cannot wait inside a capture: redo eagerly */
+        gpu_graphs_spoil(g->graphs);
+        return -1;
+    }
+    gpu_graphs_clear(g->graphs); /* recordings hold the old pointer */
     if (gpurt_sync(g->stream)) {
         set_err(g, gpurt_errstr());
         return -1;
@@ -247,6 +284,7 @@ static int gpu_from_host(dl_backend *be, void *dst, const void *src, size_t byte
 static int gpu_sync(dl_backend *be) {
     gpu_impl *g = IMPL(be);
     if (gpurt_sync(g->stream)) set_err(g, gpurt_errstr());
+    gpu_prof_flush(g->prof);
     if (g->err) {
         g->err = 0;
         return dl_err("%s", g->errmsg);
@@ -259,6 +297,10 @@ static void gpu_destroy(dl_backend *be) {
     gpu_impl *g = IMPL(be);
     if (g) {
         (void)gpurt_sync(g->stream);
+        gpu_prof_flush(g->prof);
+        gpu_prof_report(g->prof, stderr);
+        gpu_prof_destroy(g->prof);
+        gpu_graphs_destroy(g->graphs);
         gpurt_free(g->d_batch);
         gpurt_free(g->d_btab);
         gpurt_free(g->ws);
@@ -315,9 +357,13 @@ static int gpu_begin(dl_backend *be, const dl_batch *b, const dl_kvcache *kv) {
     g->ev_used[c] = 1;
     g->ntok = (int)nt;
     g->mbps = kv ? kv->max_blocks_per_seq : 0;
-    g->maxlen = 0;
+    int ml = 0;
     for (size_t i = 0; i < nt; i++)
-        if (b->pos[i] + 1 > g->maxlen) g->maxlen = b->pos[i] + 1;
+        if (b->pos[i] + 1 > ml) ml = b->pos[i] + 1;
+    /* an upper bound, rounded to a power of two (>= 64) so that recorded
+     * graphs (whose attention grid it sizes) serve many steps */
+    g->maxlen = 64;
+    while (g->maxlen < ml) g->maxlen *= 2;
     return 0;
 }
 
@@ -331,8 +377,7 @@ static void gpu_embed(dl_backend *be, float *x, const dl_weight *emb) {
     gpu_impl *g = IMPL(be);
     const gpu_weight *gw = emb->dev;
     if (!gw) { set_err(g, "embed: weight not uploaded"); return; }
-    kreg_hit(&K_EMBED);
-    gk_embed(g->stream, x, &gw->g, d_tokens(g), g->ntok);
+    LAUNCH(g, &K_EMBED, gk_embed(g->stream, x, &gw->g, d_tokens(g), g->ntok));
 }
 
 static void gpu_rmsnorm(dl_backend *be, float *y, const float *x, const dl_weight *w, int rows, int d,
@@ -340,8 +385,7 @@ static void gpu_rmsnorm(dl_backend *be, float *y, const float *x, const dl_weigh
     gpu_impl *g = IMPL(be);
     const gpu_weight *gw = w->dev;
     if (!gw) { set_err(g, "rmsnorm: weight not uploaded"); return; }
-    kreg_hit(&K_RMS);
-    gk_rmsnorm(g->stream, y, x, gw->g.data, gw->g.dtype, rows, d, eps, zc);
+    LAUNCH(g, &K_RMS, gk_rmsnorm(g->stream, y, x, gw->g.data, gw->g.dtype, rows, d, eps, zc));
 }
 
 static int dt_slot(int dt) {
@@ -354,77 +398,163 @@ static int dt_slot(int dt) {
     }
 }
 
-static void gpu_matmul(dl_backend *be, float *y, const float *x, const dl_weight *w, int M) {
-    gpu_impl *g = IMPL(be);
-    const gpu_weight *gw = w->dev;
-    if (!gw) { set_err(g, "matmul: weight not uploaded"); return; }
-    if (M <= 0) return;
-    const gk_weight *gk = &gw->g;
+static int is_w8a8(const dl_weight *w) { return w->dtype == DT_I8 && w->actq == ACT_INT8_TOKEN; }
+
+/* The activation a matmul on w consumes, prepared once per x: for W8A8 the
+ * per-token int8 codes + scales (xq/xs in g->ws), for fp8 with a declared
+ * activation policy the quantize-dequantized x (in g->ws), else x itself.
+ * Returns 0, or -1 (error kept sticky) when nothing may be launched. */
+typedef struct {
+    const float *x;   /* float activation for the float kernels */
+    int8_t *xq;       /* W8A8: [M, kp] codes */
+    float *xs;        /* W8A8: [M] scales */
+    int kp;
+} gpu_act;
+
+static int prep_act(gpu_impl *g, gpu_act *a, const float *x, const dl_weight *w, int M) {
     const int k = (int)w->k;
-    if (w->dtype == DT_I8 && w->actq == ACT_INT8_TOKEN) {
-        const int kp = (k + 15) / 16 * 16;
-        const size_t xq_b = ((size_t)M * kp + 255) / 256 * 256;
-        if (ensure_dev(g, &g->ws, &g->ws_cap, xq_b + (size_t)M * 4)) return;
-        int8_t *xq = g->ws;
-        float *xs = (float *)((char *)g->ws + xq_b);
-        kreg_hit(&K_AQ_I8);
-        gk_actq_int8(g->stream, xq, xs, x, M, k, kp);
-        if (M <= GEMV_MAX_M && gk_int8_gemv_ok(gk) && kreg_use(&K_I8_GEMV))
-            gk_int8_gemv(g->stream, y, xq, xs, gk, M, kp);
-        else if (gk_int8_gemm_ok(gk) && kreg_use(&K_I8_GEMM))
-            gk_int8_gemm(g->stream, y, xq, xs, gk, M, kp);
-        else {
-            kreg_hit(&K_I8_REF);
-            gk_int8_ref(g->stream, y, xq, xs, gk, M, kp);
-        }
-        return;
+    memset(a, 0, sizeof *a);
+    a->x = x;
+    if (is_w8a8(w)) {
+        a->kp = (k + 15) / 16 * 16;
+        const size_t xq_b = ((size_t)M * a->kp + 255) / 256 * 256;
+        if (ensure_dev(g, &g->ws, &g->ws_cap, xq_b + (size_t)M * 4)) return -1;
+        a->xq = g->ws;
+        a->xs = (float *)((char *)g->ws + xq_b);
+        LAUNCH(g, &K_AQ_I8, gk_actq_int8(g->stream, a->xq, a->xs, x, M, k, a->kp));
+        return 0;
     }
-    const int fp8 = w->dtype == DT_F8E4M3 || w->dtype == DT_F8E5M2;
-    if (fp8 && w->actq != ACT_NATIVE) {
-        if (ensure_dev(g, &g->ws, &g->ws_cap, (size_t)M * k * 4)) return;
+    if ((w->dtype == DT_F8E4M3 || w->dtype == DT_F8E5M2) && w->actq != ACT_NATIVE) {
         int group = w->actq == ACT_FP8_GROUP ? (w->bk > 0 ? w->bk : 128) : k;
         float st = w->actq == ACT_FP8_STATIC ? w->act_scale : 0.0f;
-        if (w->actq == ACT_FP8_STATIC && !(st > 0.0f)) { set_err(g, "matmul: static fp8 activation scale missing"); return; }
-        kreg_hit(&K_AQ_F8);
-        gk_actq_fp8(g->stream, g->ws, x, M, k, group, st);
-        x = g->ws;
+        if (w->actq == ACT_FP8_STATIC && !(st > 0.0f)) {
+            set_err(g, "matmul: static fp8 activation scale missing");
+            return -1;
+        }
+        if (ensure_dev(g, &g->ws, &g->ws_cap, (size_t)M * k * 4)) return -1;
+        LAUNCH(g, &K_AQ_F8, gk_actq_fp8(g->stream, g->ws, x, M, k, group, st));
+        a->x = g->ws;
     }
+    return 0;
+}
+
+/* y = a W^T for a prepared activation (one weight). */
+static void matmul_prepared(gpu_impl *g, float *y, const gpu_act *a, const dl_weight *w, int M) {
+    const gk_weight *gk = &((const gpu_weight *)w->dev)->g;
+    if (is_w8a8(w)) {
+        if (M <= GEMV_MAX_M && gk_int8_gemv_ok(gk) && use(g, &K_I8_GEMV))
+            TIMED(g, &K_I8_GEMV, gk_int8_gemv(g->stream, y, a->xq, a->xs, gk, M, a->kp));
+        else if (gk_int8_gemm_ok(gk) && use(g, &K_I8_GEMM))
+            TIMED(g, &K_I8_GEMM, gk_int8_gemm(g->stream, y, a->xq, a->xs, gk, M, a->kp));
+        else
+            LAUNCH(g, &K_I8_REF, gk_int8_ref(g->stream, y, a->xq, a->xs, gk, M, a->kp));
+        return;
+    }
+    const float *x = a->x;
     const int s = dt_slot(w->dtype);
     /* the fast kernels read x rows as 16-byte vectors */
     const int xal = ((uintptr_t)x & 15) == 0;
     if (xal && M <= GEMV_MAX_M && gk_gemv_ok(gk)) {
-        if (w->dtype == DT_F8E4M3 && g->dot2 && kreg_use(&K_DOT2)) { /* e5m2 products overflow fp16 */
-            gk_gemv_fp8_dot2(g->stream, y, x, gk, M);
+        if (w->dtype == DT_F8E4M3 && g->dot2 && use(g, &K_DOT2)) { /* e5m2 products overflow fp16 */
+            TIMED(g, &K_DOT2, gk_gemv_fp8_dot2(g->stream, y, x, gk, M));
             return;
         }
-        if (kreg_use(&K_GEMV[s])) {
-            gk_gemv(g->stream, y, x, gk, M);
+        if (use(g, &K_GEMV[s])) {
+            TIMED(g, &K_GEMV[s], gk_gemv(g->stream, y, x, gk, M));
             return;
         }
     }
-    if (xal && gk_gemm_ok(gk) && kreg_use(&K_GEMM[s])) {
-        gk_gemm(g->stream, y, x, gk, M);
+    if (xal && gk_gemm_ok(gk) && use(g, &K_GEMM[s])) {
+        TIMED(g, &K_GEMM[s], gk_gemm(g->stream, y, x, gk, M));
         return;
     }
-    kreg_hit(&K_REF);
-    gk_matmul_ref(g->stream, y, x, gk, M);
+    LAUNCH(g, &K_REF, gk_matmul_ref(g->stream, y, x, gk, M));
+}
+
+static void gpu_matmul(dl_backend *be, float *y, const float *x, const dl_weight *w, int M) {
+    gpu_impl *g = IMPL(be);
+    if (!w->dev) { set_err(g, "matmul: weight not uploaded"); return; }
+    if (M <= 0) return;
+    gpu_act a;
+    if (prep_act(g, &a, x, w, M)) return;
+    matmul_prepared(g, y, &a, w, M);
+}
+
+/* TEMPORARY (integration): weak stand-ins until the multi-weight GEMV
+ * kernels land in k_matmul_*.cu; "not ok" keeps the separate launches. */
+__attribute__((weak)) int gk_gemv_multi_ok(const gk_multi *mw) { (void)mw; return 0; }
+__attribute__((weak)) int gk_int8_gemv_multi_ok(const gk_multi *mw) { (void)mw; return 0; }
+__attribute__((weak)) void gk_gemv_multi(void *s, const gk_multi *mw, const float *x, int M) {
+    (void)s, (void)mw, (void)x, (void)M;
+}
+__attribute__((weak)) void gk_int8_gemv_multi(void *s, const gk_multi *mw, const int8_t *xq, const float *xs,
+                                              int M, int kp) {
+    (void)s, (void)mw, (void)xq, (void)xs, (void)M, (void)kp;
+}
+
+/* Weights that one activation preparation and (for M <= 8) one multi-weight
+ * GEMV launch can serve: same format, scales, activation policy and k. */
+static int same_format(const dl_weight *a, const dl_weight *b) {
+    return a->dtype == b->dtype && a->scale_kind == b->scale_kind && a->actq == b->actq && a->k == b->k &&
+           a->bn == b->bn && a->bk == b->bk && a->act_scale == b->act_scale;
+}
+
+/* ys[i][M, ws[i]->n] = x ws[i]^T, i < n: the activation is prepared once and,
+ * for decode-sized M, all weights go through one multi-weight GEMV launch
+ * (bitwise equal to separate launches; switch: <backend>.matmul.multi). */
+static void gpu_matmul_n(dl_backend *be, float *const *ys, const float *x, const dl_weight *const *ws, int n,
+                         int M) {
+    gpu_impl *g = IMPL(be);
+    if (M <= 0 || n <= 0) return;
+    int same = n <= GK_MULTI_MAX;
+    for (int i = 0; i < n; i++) {
+        if (!ws[i]->dev) { set_err(g, "matmul: weight not uploaded"); return; }
+        if (!same_format(ws[0], ws[i])) same = 0;
+    }
+    if (!same) {
+        for (int i = 0; i < n; i++) gpu_matmul(be, ys[i], x, ws[i], M);
+        return;
+    }
+    gpu_act a;
+    if (prep_act(g, &a, x, ws[0], M)) return;
+    if (n > 1 && M <= GEMV_MAX_M && !(ws[0]->dtype == DT_F8E4M3 && g->dot2)) {
+        gk_multi mw = {.count = n};
+        for (int i = 0; i < n; i++) {
+            mw.w[i] = ((const gpu_weight *)ws[i]->dev)->g;
+            mw.y[i] = ys[i];
+        }
+        if (is_w8a8(ws[0])) {
+            if (gk_int8_gemv_multi_ok(&mw) && kreg_enabled(&K_I8_GEMV) && use(g, &K_I8_MULTI)) {
+                TIMED(g, &K_I8_MULTI, gk_int8_gemv_multi(g->stream, &mw, a.xq, a.xs, M, a.kp));
+                return;
+            }
+        } else if (((uintptr_t)a.x & 15) == 0 && gk_gemv_multi_ok(&mw) && kreg_enabled(&K_GEMV[dt_slot(ws[0]->dtype)]) &&
+                   use(g, &K_MULTI)) {
+            TIMED(g, &K_MULTI, gk_gemv_multi(g->stream, &mw, a.x, M));
+            return;
+        }
+    }
+    for (int i = 0; i < n; i++) matmul_prepared(g, ys[i], &a, ws[i], M);
 }
 
 static void gpu_rope(dl_backend *be, float *x, int nh, int hd, const dl_rope *rope) {
     gpu_impl *g = IMPL(be);
     if (rope->rot > 512 || rope->rot > hd || rope->rot % 2) { set_err(g, "rope: rot must be even, <= head_dim and <= 512"); return; }
-    kreg_hit(&K_ROPE);
-    gk_rope(g->stream, x, g->ntok, nh, hd, rope->rot, rope->inv_freq, d_pos(g));
+    LAUNCH(g, &K_ROPE, gk_rope(g->stream, x, g->ntok, nh, hd, rope->rot, rope->inv_freq, d_pos(g)));
 }
 
 static void gpu_kv_write(dl_backend *be, dl_kvcache *kv, int layer, const float *k, const float *v) {
     gpu_impl *g = IMPL(be);
     if (kv->dtype != DT_F16 && kv->dtype != DT_F32) { set_err(g, "kv_write: KV dtype must be F16 or F32"); return; }
-    kreg_hit(&K_KVW);
-    gk_kv_write(g->stream, kv->k[layer], kv->v[layer], kv->dtype == DT_F16, k, v, g->ntok, kv->n_kv_heads,
-                kv->head_dim, kv->block_size, kv->max_blocks_per_seq, d_seq(g), d_pos(g), g->d_btab);
+    LAUNCH(g, &K_KVW,
+           gk_kv_write(g->stream, kv->k[layer], kv->v[layer], kv->dtype == DT_F16, k, v, g->ntok, kv->n_kv_heads,
+                       kv->head_dim, kv->block_size, kv->max_blocks_per_seq, d_seq(g), d_pos(g), g->d_btab));
 }
 
+/* out[ntok, nh * hd] = causal GQA attention of q over the cache positions
+ * [0, pos] of each row's sequence (see k_attention.cu). ntok <= 8 and K/V
+ * rows of 16-byte vectors: split-KV decode (workspace g->wsa grown to
+ * gk_attn_split_ws bytes, which depends on g->maxlen); else tiled. */
 static void gpu_attention(dl_backend *be, float *out, const float *q, const dl_kvcache *kv, int layer, int nh,
                           float scale) {
     gpu_impl *g = IMPL(be);
@@ -435,39 +565,93 @@ static void gpu_attention(dl_backend *be, float *out, const float *q, const dl_k
     gk_attn a = {.ntok = g->ntok, .nh = nh, .nkv = kv->n_kv_heads, .hd = kv->head_dim, .bs = kv->block_size,
                  .mbps = kv->max_blocks_per_seq, .maxlen = g->maxlen, .kv_f16 = kv->dtype == DT_F16, .scale = scale,
                  .kc = kv->k[layer], .vc = kv->v[layer], .seq = d_seq(g), .pos = d_pos(g), .btab = g->d_btab};
-    if (g->ntok <= GEMV_MAX_M && kreg_use(&K_ATT_SPLIT)) {
-        if (ensure_dev(g, &g->wsa, &g->wsa_cap, gk_attn_split_ws(&a))) return;
-        gk_attn_split(g->stream, out, q, &a, g->wsa);
+    /* decode-sized batches: split-KV over fixed GK_ATTN_SEG-position segments
+     * (grid and workspace sized by g->maxlen, an upper bound); K/V rows that
+     * are not 16-byte vectors, and larger batches: tiled */
+    if (g->ntok <= GEMV_MAX_M && gk_attn_split_ok(&a) && kreg_enabled(&K_ATT_SPLIT)) {
+        const size_t ws = gk_attn_split_ws(&a); /* 0: one segment, no combine */
+        if (ws && ensure_dev(g, &g->wsa, &g->wsa_cap, ws)) return;
+        (void)use(g, &K_ATT_SPLIT);
+        TIMED(g, &K_ATT_SPLIT, gk_attn_split(g->stream, out, q, &a, g->wsa));
         return;
     }
-    kreg_hit(&K_ATT_TILED);
-    gk_attn_tiled(g->stream, out, q, &a);
+    LAUNCH(g, &K_ATT_TILED, gk_attn_tiled(g->stream, out, q, &a));
 }
 
 static void gpu_silu_mul(dl_backend *be, float *out, const float *gate, const float *up, size_t n) {
-    kreg_hit(&K_SILU);
-    gk_silu_mul(IMPL(be)->stream, out, gate, up, n);
+    gpu_impl *g = IMPL(be);
+    LAUNCH(g, &K_SILU, gk_silu_mul(g->stream, out, gate, up, n));
 }
 
 static void gpu_add(dl_backend *be, float *y, const float *x, size_t n) {
-    kreg_hit(&K_ADD);
-    gk_add(IMPL(be)->stream, y, x, n);
+    gpu_impl *g = IMPL(be);
+    LAUNCH(g, &K_ADD, gk_add(g->stream, y, x, n));
 }
 
 static void gpu_gather_rows(dl_backend *be, float *dst, const float *src, const int32_t *idx, int n, int d) {
-    kreg_hit(&K_GATHER);
-    gk_gather_rows(IMPL(be)->stream, dst, src, idx, n, d);
+    gpu_impl *g = IMPL(be);
+    LAUNCH(g, &K_GATHER, gk_gather_rows(g->stream, dst, src, idx, n, d));
 }
 
 static void gpu_sigmoid_mul(dl_backend *be, float *y, const float *gate, size_t n) {
-    kreg_hit(&K_SIGM);
-    gk_sigmoid_mul(IMPL(be)->stream, y, gate, n);
+    gpu_impl *g = IMPL(be);
+    LAUNCH(g, &K_SIGM, gk_sigmoid_mul(g->stream, y, gate, n));
 }
 
 static void gpu_copy2d(dl_backend *be, float *dst, int dst_ld, const float *src, int src_ld, int rows, int cols) {
-    kreg_hit(&K_COPY2D);
-    gk_copy2d(IMPL(be)->stream, dst, dst_ld, src, src_ld, rows, cols);
+    gpu_impl *g = IMPL(be);
+    LAUNCH(g, &K_COPY2D, gk_copy2d(g->stream, dst, dst_ld, src, src_ld, rows, cols));
 }
+
+/* x += res; y = rmsnorm(x) in one launch (switch back: <backend>.add_rmsnorm). */
+static void gpu_add_rmsnorm(dl_backend *be, float *x, const float *res, float *y, const dl_weight *w, int rows,
+                            int d, float eps, int zc) {
+    gpu_impl *g = IMPL(be);
+    const gpu_weight *gw = w->dev;
+    if (!gw) { set_err(g, "rmsnorm: weight not uploaded"); return; }
+    if (!use(g, &K_ADD_RMS)) {
+        gpu_add(be, x, res, (size_t)rows * d);
+        gpu_rmsnorm(be, y, x, w, rows, d, eps, zc);
+        return;
+    }
+    TIMED(g, &K_ADD_RMS, gk_add_rmsnorm(g->stream, x, res, y, gw->g.data, gw->g.dtype, rows, d, eps, zc));
+}
+
+/* q/k RMSNorm (optional) + RoPE + KV write in one launch (switch back:
+ * <backend>.qk_rope_kv issues the separate kernels). */
+static void gpu_qk_rope_kv(dl_backend *be, dl_kvcache *kv, int layer, float *q, float *k, const float *v, int nh,
+                           const dl_weight *qn, const dl_weight *kn, float eps, int zc, const dl_rope *rope) {
+    gpu_impl *g = IMPL(be);
+    const int hd = kv->head_dim, nkv = kv->n_kv_heads;
+    const gpu_weight *qw = qn ? qn->dev : NULL, *kw = kn ? kn->dev : NULL;
+    const int fusable = (!qn || qw) && (!kn || kw) && !qn == !kn && (!qw || qw->g.dtype == kw->g.dtype) &&
+                        hd <= 256 && rope->rot <= hd && rope->rot % 2 == 0 &&
+                        (kv->dtype == DT_F16 || kv->dtype == DT_F32);
+    if (!fusable || !use(g, &K_QKROPE)) {
+        if (qn) gpu_rmsnorm(be, q, q, qn, g->ntok * nh, hd, eps, zc);
+        if (kn) gpu_rmsnorm(be, k, k, kn, g->ntok * nkv, hd, eps, zc);
+        gpu_rope(be, q, nh, hd, rope);
+        gpu_rope(be, k, nkv, hd, rope);
+        gpu_kv_write(be, kv, layer, k, v);
+        return;
+    }
+    TIMED(g, &K_QKROPE,
+          gk_qk_rope_kv(g->stream, q, k, v, g->ntok, nh, nkv, hd, qw ? qw->g.data : NULL, kw ? kw->g.data : NULL,
+                        qw ? qw->g.dtype : 0, eps, zc, rope->rot, rope->inv_freq, kv->k[layer], kv->v[layer],
+                        kv->dtype == DT_F16, kv->block_size, kv->max_blocks_per_seq, d_seq(g), d_pos(g),
+                        g->d_btab));
+}
+
+/* Graph record/replay of a forward (see gpu_graph.h); never while profiling. */
+static int gpu_graph_begin(dl_backend *be, uint64_t key) {
+    gpu_impl *g = IMPL(be);
+    if (g->prof || g->err) return GG_EAGER;
+    /* the attention grid depends on the batch's length bucket */
+    key ^= (uint64_t)g->maxlen * 0x9E3779B97F4A7C15ull;
+    return gpu_graphs_begin(g->graphs, key, g->stream);
+}
+
+static int gpu_graph_end(dl_backend *be) { return gpu_graphs_end(IMPL(be)->graphs, IMPL(be)->stream); }
 
 /* ---------------- create ---------------- */
 
@@ -503,6 +687,13 @@ dl_backend *gpu_backend_create(const char *name) {
         gpu_destroy(be);
         return NULL;
     }
+    g->prof = gpu_prof_create(g->stream);
+    g->graphs = gpu_graphs_create();
+    if (!g->graphs) {
+        dl_err("%s: out of host memory", GPU_NAME);
+        gpu_destroy(be);
+        return NULL;
+    }
     const char *d2 = getenv("DOTLM_GPU_FP8_DOT2");
     g->dot2 = d2 && atoi(d2) != 0;
     be->name = GPU_NAME;
@@ -526,6 +717,11 @@ dl_backend *gpu_backend_create(const char *name) {
     be->gather_rows = gpu_gather_rows;
     be->sigmoid_mul = gpu_sigmoid_mul;
     be->copy2d = gpu_copy2d;
+    be->matmul_n = gpu_matmul_n;
+    be->add_rmsnorm = gpu_add_rmsnorm;
+    be->qk_rope_kv = gpu_qk_rope_kv;
+    be->graph_begin = gpu_graph_begin;
+    be->graph_end = gpu_graph_end;
     /* Gated DeltaNet ops (k_gdn.cu); wraps begin/sync/destroy, so last. */
     gpu_gdn_install(be);
     return be;

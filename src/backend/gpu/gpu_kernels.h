@@ -46,6 +46,11 @@ void gpurt_event_destroy(void *e);
 int gpurt_event_record(void *e, void *s);
 int gpurt_event_sync(void *e);
 float gpurt_event_ms(void *a, void *b);
+/* graphs: capture the work issued on stream s, instantiate it, replay it */
+int gpurt_capture_begin(void *s);
+int gpurt_capture_end(void *s, void **exec); /* *exec = NULL on failure */
+int gpurt_graph_launch(void *exec, void *s);
+void gpurt_graph_destroy(void *exec);
 
 /* ---- matmul (k_matmul_float.cu, k_matmul_int8.cu, k_actq.cu) ----
  * y[M, n] = x[M, k] W^T (+ bias). */
@@ -89,6 +94,17 @@ void gk_int8_gemv_multi(void *s, const gk_multi *mw, const int8_t *xq, const flo
 void gk_embed(void *s, float *x, const gk_weight *emb, const int32_t *tokens, int ntok);
 void gk_rmsnorm(void *s, float *y, const float *x, const void *w, int wdtype, int rows, int d,
                 float eps, int zc);
+/* x[r] += res[r]; y[r] = rmsnorm(x[r]) (bitwise = gk_add then gk_rmsnorm); res may alias y */
+void gk_add_rmsnorm(void *s, float *x, const float *res, float *y, const void *w, int wdtype, int rows,
+                    int d, float eps, int zc);
+/* Attention prologue in one launch: per token, q heads [nh] and k heads [nkv]
+ * (rows of hd) get RMSNorm (qw / kw [hd], NULL = none; one dtype), RoPE of
+ * the first rot dims, in place; k and v rows are written into the paged
+ * cache. Bitwise = rmsnorm + rope + kv_write. rot <= hd <= 256. */
+void gk_qk_rope_kv(void *s, float *q, float *k, const float *v, int ntok, int nh, int nkv, int hd,
+                   const void *qw, const void *kw, int wdtype, float eps, int zc, int rot,
+                   const float *inv_freq, void *kc, void *vc, int kv_f16, int bs, int mbps,
+                   const int32_t *seq, const int32_t *pos, const int32_t *btab);
 /* inv_freq: host array [rot/2], rot <= 512 (passed by value) */
 void gk_rope(void *s, float *x, int ntok, int nh, int hd, int rot, const float *inv_freq,
              const int32_t *pos);
@@ -105,15 +121,24 @@ void gk_gather_rows(void *s, float *dst, const float *src, const int32_t *idx, i
 /* ---- attention (k_attention.cu) ---- */
 typedef struct {
     int ntok, nh, nkv, hd, bs, mbps, kv_f16;
-    int maxlen;                /* max over the batch of pos + 1 (host-computed in begin()) */
+    int maxlen;                /* >= max over the batch of pos + 1 (sizes the split grid and workspace;
+                                * any such bound gives the same results) */
     float scale;
     const void *kc, *vc;       /* layer's cache */
     const int32_t *seq, *pos, *btab;
 } gk_attn;
-/* Split-KV decode: nseg segments per (token, head) then a fixed-order combine.
- * ws: >= gk_attn_split_ws(a) bytes. */
+/* Split-KV decode (ntok <= 8): each row's [0, pos] is cut into segments of
+ * GK_ATTN_SEG positions aligned at 0; one block per (token, KV head,
+ * segment) serves all query heads of the group, then a combine merges a
+ * row's segments in order (skipped when maxlen <= GK_ATTN_SEG). A row's
+ * result depends only on its own sequence and position.
+ * ws: >= gk_attn_split_ws(a) bytes (0 when maxlen <= GK_ATTN_SEG).
+ * gk_attn_split_ok: the split kernel takes this shape (K/V rows of 16-byte
+ * vectors, 16-byte aligned caches); otherwise gk_attn_split runs the tiled
+ * kernel. */
+#define GK_ATTN_SEG 64
 size_t gk_attn_split_ws(const gk_attn *a);
-#define GK_ATTN_NSEG 16
+int gk_attn_split_ok(const gk_attn *a);
 void gk_attn_split(void *s, float *out, const float *q, const gk_attn *a, void *ws);
 /* Tiled causal GQA (prefill; also valid for any batch). */
 void gk_attn_tiled(void *s, float *out, const float *q, const gk_attn *a);

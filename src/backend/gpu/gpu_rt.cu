@@ -142,3 +142,37 @@ extern "C" float gpurt_event_ms(void *a, void *b) {
     if (cudaEventElapsedTime(&ms, (cudaEvent_t)a, (cudaEvent_t)b) != cudaSuccess) return -1.0f;
     return ms;
 }
+
+extern "C" int gpurt_capture_begin(void *s) {
+    RT(cudaStreamBeginCapture((cudaStream_t)s, cudaStreamCaptureModeThreadLocal), "graph capture begin");
+    return 0;
+}
+
+extern "C" int gpurt_capture_end(void *s, void **exec) {
+    *exec = NULL;
+    cudaGraph_t gr = nullptr;
+    cudaError_t e = cudaStreamEndCapture((cudaStream_t)s, &gr);
+    if (e != cudaSuccess) {
+        if (gr) (void)cudaGraphDestroy(gr);
+        (void)cudaGetLastError();
+        return fail("graph capture", e);
+    }
+    cudaGraphExec_t ex;
+    e = cudaGraphInstantiateWithFlags(&ex, gr, 0);
+    (void)cudaGraphDestroy(gr);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return fail("graph instantiate", e);
+    }
+    *exec = (void *)ex;
+    return 0;
+}
+
+extern "C" int gpurt_graph_launch(void *exec, void *s) {
+    RT(cudaGraphLaunch((cudaGraphExec_t)exec, (cudaStream_t)s), "graph launch");
+    return 0;
+}
+
+extern "C" void gpurt_graph_destroy(void *exec) {
+    if (exec) (void)cudaGraphExecDestroy((cudaGraphExec_t)exec);
+}

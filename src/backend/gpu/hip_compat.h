@@ -54,6 +54,15 @@
 #define cudaDeviceSynchronize hipDeviceSynchronize
 #define cudaFuncSetAttribute hipFuncSetAttribute
 #define cudaFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
+#define cudaGraph_t hipGraph_t
+#define cudaGraphExec_t hipGraphExec_t
+#define cudaStreamBeginCapture hipStreamBeginCapture
+#define cudaStreamEndCapture hipStreamEndCapture
+#define cudaStreamCaptureModeThreadLocal hipStreamCaptureModeThreadLocal
+#define cudaGraphInstantiateWithFlags hipGraphInstantiateWithFlags
+#define cudaGraphLaunch hipGraphLaunch
+#define cudaGraphDestroy hipGraphDestroy
+#define cudaGraphExecDestroy hipGraphExecDestroy
 
 static __device__ __forceinline__ float dl_shfl_xor(float v, int o) { return __shfl_xor(v, o); }
 static __device__ __forceinline__ int dl_shfl_xor_i(int v, int o) { return __shfl_xor(v, o); }

@@ -27,38 +27,118 @@ static __device__ float block_sum(float v, float *red) {
     return r;
 }
 
+/* 1 / rms of row xr [d] (+ eps): the one reduction order every norm kernel
+ * here uses (per-thread stride over blockDim, then block_sum), so fused and
+ * separate kernels agree bitwise. All threads of the block call it. */
+static __device__ __forceinline__ float row_inv_rms(const float *xr, int d, float eps, float *red) {
+    float ss = 0.0f;
+    for (int i = threadIdx.x; i < d; i += blockDim.x) ss = fmaf(xr[i], xr[i], ss);
+    ss = block_sum(ss, red);
+    return 1.0f / sqrtf(ss / (float)d + eps);
+}
+
+static __device__ __forceinline__ float norm_w(const void *w, int wdt, int i, int zc) {
+    float wv = dl_load_elem(w, wdt, i);
+    return zc ? wv + 1.0f : wv;
+}
+
 __global__ void __launch_bounds__(OP_T)
     dl_k_rmsnorm(float *y, const float *x, const void *__restrict__ w, int wdt, int d, float eps, int zc) {
     __shared__ float red[OP_T / 16 + 1];
     const int64_t r = blockIdx.x;
     const float *xr = x + r * d;
-    float ss = 0.0f;
-    for (int i = threadIdx.x; i < d; i += blockDim.x) ss = fmaf(xr[i], xr[i], ss);
-    ss = block_sum(ss, red);
-    const float inv = 1.0f / sqrtf(ss / (float)d + eps);
+    const float inv = row_inv_rms(xr, d, eps, red);
     float *yr = y + r * d;
-    for (int i = threadIdx.x; i < d; i += blockDim.x) {
-        float wv = dl_load_elem(w, wdt, i);
-        if (zc) wv += 1.0f;
-        yr[i] = (xr[i] * inv) * wv;
-    }
+    for (int i = threadIdx.x; i < d; i += blockDim.x) yr[i] = (xr[i] * inv) * norm_w(w, wdt, i, zc);
+}
+
+/* x[r] += res[r]; y[r] = rmsnorm(x[r]) * w. Bitwise equal to dl_k_add then
+ * dl_k_rmsnorm: each thread adds exactly the elements it later reduces and
+ * normalises, and res may alias y (read before the reduction's barrier,
+ * written after). */
+__global__ void __launch_bounds__(OP_T)
+    dl_k_add_rmsnorm(float *x, const float *res, float *y, const void *__restrict__ w, int wdt, int d, float eps,
+                     int zc) {
+    __shared__ float red[OP_T / 16 + 1];
+    const int64_t r = blockIdx.x;
+    float *xr = x + r * d;
+    const float *rr = res + r * d;
+    for (int i = threadIdx.x; i < d; i += blockDim.x) xr[i] += rr[i];
+    const float inv = row_inv_rms(xr, d, eps, red);
+    float *yr = y + r * d;
+    for (int i = threadIdx.x; i < d; i += blockDim.x) yr[i] = (xr[i] * inv) * norm_w(w, wdt, i, zc);
 }
 
 typedef struct {
     float f[256];
 } rope_freq;
 
+/* One rotate-half pair at position p: the single definition both RoPE
+ * kernels use (explicit roundings, so no contraction differs between them). */
+static __device__ __forceinline__ void rope_pair(float *xa, float *xb, float p, float f) {
+    const float ang = __fmul_rn(p, f);
+    const float c = cosf(ang), s = sinf(ang);
+    const float a = *xa, b = *xb;
+    *xa = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
+    *xb = __fadd_rn(__fmul_rn(b, c), __fmul_rn(a, s));
+}
+
 __global__ void dl_k_rope(float *x, int nh, int hd, int half, rope_freq fr, const int32_t *__restrict__ pos) {
     const int64_t t = blockIdx.x;
     const int h = blockIdx.y;
     const float p = (float)pos[t];
     float *xh = x + (t * nh + h) * hd;
-    for (int i = threadIdx.x; i < half; i += blockDim.x) {
-        const float ang = p * fr.f[i];
-        const float c = cosf(ang), s = sinf(ang);
-        const float a = xh[i], b = xh[i + half];
-        xh[i] = a * c - b * s;
-        xh[i + half] = b * c + a * s;
+    for (int i = threadIdx.x; i < half; i += blockDim.x) rope_pair(&xh[i], &xh[i + half], p, fr.f[i]);
+}
+
+/* Fused attention prologue, one block per (token, head) over nh query heads
+ * then nkv key heads: optional RMSNorm of the head row (qw / kw, NULL = none),
+ * RoPE, written back in place; key heads (and the matching value rows) are
+ * also written into the paged cache. Bitwise equal to rmsnorm + rope +
+ * kv_write issued separately (same reduction, same pair arithmetic). */
+typedef struct {
+    const void *qw, *kw;
+    int wdt, zc;
+    float eps;
+} qk_norm;
+
+__global__ void __launch_bounds__(OP_T)
+    dl_k_qk_rope_kv(float *q, float *k, const float *__restrict__ v, int nh, int nkv, int hd, int half, qk_norm nm,
+                    rope_freq fr, void *kc, void *vc, int kv_f16, int bs, int mbps, const int32_t *__restrict__ seq,
+                    const int32_t *__restrict__ pos, const int32_t *__restrict__ btab) {
+    __shared__ float red[OP_T / 16 + 1];
+    __shared__ float row[512];
+    const int64_t t = blockIdx.x;
+    const int h = blockIdx.y;
+    const bool isq = h < nh;
+    float *xr = isq ? q + (t * nh + h) * hd : k + (t * nkv + (h - nh)) * hd;
+    const void *w = isq ? nm.qw : nm.kw;
+    if (w) {
+        const float inv = row_inv_rms(xr, hd, nm.eps, red);
+        for (int i = threadIdx.x; i < hd; i += blockDim.x) row[i] = (xr[i] * inv) * norm_w(w, nm.wdt, i, nm.zc);
+    } else {
+        for (int i = threadIdx.x; i < hd; i += blockDim.x) row[i] = xr[i];
+    }
+    __syncthreads();
+    const float p = (float)pos[t];
+    for (int i = threadIdx.x; i < half; i += blockDim.x) rope_pair(&row[i], &row[i + half], p, fr.f[i]);
+    __syncthreads();
+    for (int i = threadIdx.x; i < hd; i += blockDim.x) xr[i] = row[i];
+    if (isq) return;
+    const int ps = pos[t];
+    const int blk = btab[(int64_t)seq[t] * mbps + ps / bs];
+    if (blk < 0) return;
+    const int64_t width = (int64_t)nkv * hd;
+    const int64_t base = ((int64_t)blk * bs + ps % bs) * width + (int64_t)(h - nh) * hd;
+    const float *vr = v + t * width + (int64_t)(h - nh) * hd;
+    for (int i = threadIdx.x; i < hd; i += blockDim.x) {
+        if (kv_f16) {
+            ((__half *)kc)[base + i] = __float2half_rn(row[i]);
+            ((__half *)vc)[base + i] = __float2half_rn(vr[i]);
+        } else {
+            ((float *)kc)[base + i] = row[i];
+            ((float *)vc)[base + i] = vr[i];
+        }
     }
 }
 
@@ -136,15 +216,39 @@ extern "C" void gk_rmsnorm(void *s, float *y, const float *x, const void *w, int
     dl_k_rmsnorm<<<rows, OP_T, 0, (cudaStream_t)s>>>(y, x, w, wdtype, d, eps, zc);
 }
 
+static void fill_freq(rope_freq *fr, const float *inv_freq, int half) {
+    for (int i = 0; i < 256; i++) fr->f[i] = i < half ? inv_freq[i] : 0.0f;
+}
+
 extern "C" void gk_rope(void *s, float *x, int ntok, int nh, int hd, int rot, const float *inv_freq,
                         const int32_t *pos) {
     if (ntok <= 0 || rot <= 0) return;
     rope_freq fr;
     int half = rot / 2;
     if (half > 256) half = 256; /* host checks rot <= 512 */
-    for (int i = 0; i < 256; i++) fr.f[i] = i < half ? inv_freq[i] : 0.0f;
+    fill_freq(&fr, inv_freq, half);
     dim3 grid((unsigned)ntok, (unsigned)nh);
     dl_k_rope<<<grid, half < 32 ? 32 : (half > 128 ? 128 : half), 0, (cudaStream_t)s>>>(x, nh, hd, half, fr, pos);
+}
+
+extern "C" void gk_add_rmsnorm(void *s, float *x, const float *res, float *y, const void *w, int wdtype, int rows,
+                               int d, float eps, int zc) {
+    if (rows <= 0) return;
+    dl_k_add_rmsnorm<<<rows, OP_T, 0, (cudaStream_t)s>>>(x, res, y, w, wdtype, d, eps, zc);
+}
+
+extern "C" void gk_qk_rope_kv(void *s, float *q, float *k, const float *v, int ntok, int nh, int nkv, int hd,
+                              const void *qw, const void *kw, int wdtype, float eps, int zc, int rot,
+                              const float *inv_freq, void *kc, void *vc, int kv_f16, int bs, int mbps,
+                              const int32_t *seq, const int32_t *pos, const int32_t *btab) {
+    if (ntok <= 0) return;
+    rope_freq fr;
+    const int half = rot / 2; /* host checks rot <= hd <= 256 */
+    fill_freq(&fr, inv_freq, half);
+    qk_norm nm = {qw, kw, wdtype, zc, eps};
+    dim3 grid((unsigned)ntok, (unsigned)(nh + nkv));
+    dl_k_qk_rope_kv<<<grid, OP_T, 0, (cudaStream_t)s>>>(q, k, v, nh, nkv, hd, half, nm, fr, kc, vc, kv_f16, bs,
+                                                         mbps, seq, pos, btab);
 }
 
 extern "C" void gk_kv_write(void *s, void *kc, void *vc, int kv_f16, const float *k, const float *v, int ntok,

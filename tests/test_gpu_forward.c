@@ -1,0 +1,148 @@
+/* Whole-model GPU forwards on real fixture checkpoints: a decode run with
+ * every fast path on (fused add+RMSNorm, fused q/k-norm+RoPE+KV-write,
+ * multi-weight GEMV, graph replay) must give bitwise the same logits as the
+ * same run with graphs off, and as the run with every fusion switched back
+ * to the separate kernels; counters prove each fast path ran. Decode steps
+ * cross an attention length bucket (so graphs are re-recorded) and include
+ * a batch of two sequences. Skips (exit 0) without a GPU backend/device. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/err.h"
+#include "core/kreg.h"
+#include "engine/kvcache.h"
+#include "model/model.h"
+#include "testutil.h"
+
+#ifdef DOTLM_HIP
+#define GN "hip"
+#else
+#define GN "cuda"
+#endif
+
+#define PA 58   /* prompt of sequence A: decode crosses position 64 */
+#define PB 9    /* prompt of sequence B */
+#define STEPS 14
+
+/* Prefill A and B, then STEPS decode steps of A alone and STEPS of A and B
+ * together; every step's logits go to out (rows in order). */
+static int run_all(dl_model *m, const int32_t *toks, float *out, size_t *nout) {
+    const int V = model_vocab(m);
+    model_ws ws;
+    kv_pool kv;
+    if (model_ws_init(&ws, m, 64, 2)) return -1;
+    if (kv_create(&kv, m->be, m->n_kv_layers, m->cfg.n_kv_heads, m->cfg.head_dim, 16, 32, 2, 256, DT_F16)) {
+        model_ws_free(&ws);
+        return -1;
+    }
+    int rc = 0;
+    int32_t seq[64], pos[64], rows[64], tok[64];
+    int sa = kv_slot_alloc(&kv), sb = kv_slot_alloc(&kv);
+    size_t no = 0;
+    /* prefill A (last row's logits) and B */
+    for (int i = 0; i < PA; i++) seq[i] = sa, pos[i] = i, tok[i] = toks[i];
+    rows[0] = PA - 1;
+    rc |= kv_reserve(&kv, sa, PA);
+    dl_batch b = {.ntok = PA, .tokens = tok, .seq = seq, .pos = pos};
+    rc |= model_forward(&ws, &b, &kv.kv, rows, 1, out + no * V), no++;
+    for (int i = 0; i < PB; i++) seq[i] = sb, pos[i] = i, tok[i] = toks[100 + i];
+    rows[0] = PB - 1;
+    rc |= kv_reserve(&kv, sb, PB);
+    b = (dl_batch){.ntok = PB, .tokens = tok, .seq = seq, .pos = pos};
+    rc |= model_forward(&ws, &b, &kv.kv, rows, 1, out + no * V), no++;
+    int la = PA, lb = PB;
+    for (int s = 0; s < 2 * STEPS && !rc; s++) {
+        int n = 0;
+        seq[n] = sa, pos[n] = la, tok[n] = toks[200 + s], rows[n] = n, n++;
+        if (s >= STEPS) seq[n] = sb, pos[n] = lb, tok[n] = toks[300 + s], rows[n] = n, n++;
+        rc |= kv_reserve(&kv, sa, la + 1);
+        if (n == 2) rc |= kv_reserve(&kv, sb, lb + 1);
+        b = (dl_batch){.ntok = n, .tokens = tok, .seq = seq, .pos = pos};
+        rc |= model_forward(&ws, &b, &kv.kv, rows, n, out + no * V);
+        no += (size_t)n;
+        la++;
+        if (n == 2) lb++;
+    }
+    kv_destroy(&kv);
+    model_ws_free(&ws);
+    *nout = no;
+    return rc;
+}
+
+static void one(const char *dir, dl_backend *gpu, uint64_t *rs) {
+    model_opts mo = {.quiet = 1};
+    dl_model *m = model_load(dir, gpu, &mo);
+    CHECKF(m != NULL, "%s: %s", dir, dl_errmsg());
+    if (!m) return;
+    const int V = model_vocab(m);
+    int32_t toks[400];
+    for (int i = 0; i < 400; i++) toks[i] = (int32_t)(tu_rand_u64(rs) % (uint64_t)m->cfg.vocab);
+    const size_t cap = (size_t)(2 + 3 * STEPS) * V;
+    float *fast = malloc(cap * 4), *nograph = malloc(cap * 4), *plain = malloc(cap * 4);
+    size_t n1 = 0, n2 = 0, n3 = 0;
+
+    kreg_reset_switches();
+    kreg_reset_counts();
+    CHECKF(run_all(m, toks, fast, &n1) == 0, "%s fast: %s", dir, dl_errmsg());
+    CHECKF(kreg_count(GN ".graph") > 0, "%s: no graph replay counted", dir);
+    CHECKF(kreg_count(GN ".add_rmsnorm") > 0, "%s: fused add+rmsnorm not dispatched", dir);
+    CHECKF(kreg_count(GN ".qk_rope_kv") > 0, "%s: fused qk/rope/kv not dispatched", dir);
+    CHECKF(kreg_count(GN ".matmul.multi.gemv") + kreg_count(GN ".matmul.int8.multi.gemv") > 0,
+           "%s: multi-weight GEMV not dispatched", dir);
+
+    kreg_disable(GN ".graph");
+    kreg_reset_counts();
+    CHECKF(run_all(m, toks, nograph, &n2) == 0, "%s no graph: %s", dir, dl_errmsg());
+    CHECK(kreg_count(GN ".graph") == 0);
+    CHECKF(n1 == n2 && memcmp(fast, nograph, n1 * V * 4) == 0, "%s: graph replay != eager (bitwise)", dir);
+
+    kreg_disable(GN ".add_rmsnorm," GN ".qk_rope_kv," GN ".matmul.multi.gemv," GN ".matmul.int8.multi.gemv");
+    kreg_reset_counts();
+    CHECKF(run_all(m, toks, plain, &n3) == 0, "%s unfused: %s", dir, dl_errmsg());
+    CHECK(kreg_count(GN ".qk_rope_kv") == 0 && kreg_count(GN ".add_rmsnorm") == 0);
+    CHECKF(n1 == n3 && memcmp(fast, plain, n1 * V * 4) == 0, "%s: fused != separate kernels (bitwise)", dir);
+    kreg_reset_switches();
+    printf("%s: %zu logit rows, fast == no-graph == unfused\n", dir, n1);
+    free(fast);
+    free(nograph);
+    free(plain);
+    model_free(m);
+}
+
+int main(void) {
+    dl_backend *gpu = be_create(GN, 0);
+    if (!gpu) {
+        printf("SKIP: no %s device or backend (%s)\n", GN, dl_errmsg());
+        return 0;
+    }
+    uint64_t rs = tu_seed();
+    const char *dirs[] = {"fixtures/qwen3_bf16", "fixtures/qwen3_fp8_block", "fixtures/qwen3_int8",
+                          "fixtures/llama_tied_f16", "fixtures/qwen2_f32_sharded", "fixtures/qwen3_5_text_bf16"};
+    for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
+        /* hybrid models are never recorded: only the fusions are checked there */
+        if (strstr(dirs[i], "qwen3_5")) {
+            model_opts mo = {.quiet = 1};
+            dl_model *m = model_load(dirs[i], gpu, &mo);
+            CHECKF(m != NULL, "%s", dl_errmsg());
+            if (!m) continue;
+            int32_t toks[400];
+            for (int j = 0; j < 400; j++) toks[j] = (int32_t)(tu_rand_u64(&rs) % (uint64_t)m->cfg.vocab);
+            const size_t cap = (size_t)(2 + 3 * STEPS) * model_vocab(m);
+            float *a = malloc(cap * 4), *b = malloc(cap * 4);
+            size_t na = 0, nb = 0;
+            kreg_reset_switches();
+            CHECK(run_all(m, toks, a, &na) == 0);
+            kreg_disable(GN ".add_rmsnorm," GN ".qk_rope_kv," GN ".matmul.multi.gemv," GN ".matmul.int8.multi.gemv");
+            CHECK(run_all(m, toks, b, &nb) == 0);
+            CHECKF(na == nb && memcmp(a, b, na * model_vocab(m) * 4) == 0, "%s: fused != separate", dirs[i]);
+            kreg_reset_switches();
+            free(a);
+            free(b);
+            model_free(m);
+            continue;
+        }
+        one(dirs[i], gpu, &rs);
+    }
+    be_destroy(gpu);
+    return TEST_END();
+}
