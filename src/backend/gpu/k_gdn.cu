@@ -344,7 +344,7 @@ static __device__ __forceinline__ void gdn_st4(float *p, const float *s) { *(flo
 /* Preparation: grid (nch, Hv), GDN_PT threads. Writes the C workspace rows
  * of chunk blockIdx.x for value head blockIdx.y (layout above); reads q, k,
  * g, beta of the chunk's tokens only. */
-__global__ void __launch_bounds__(GDN_PT)
+__global__ void GDN_LB(GDN_PT, 2)
     dl_k_gdn_cprep(float *__restrict__ ws, const float *__restrict__ q, const float *__restrict__ k,
                    const float *__restrict__ g, const float *__restrict__ beta, int Hk, int Hv, int Dk,
                    gk_gdn_batch b) {
@@ -383,20 +383,33 @@ __global__ void __launch_bounds__(GDN_PT)
     for (int r = 0; r < 4; r++)
 #pragma unroll
         for (int c = 0; c < 4; c++) aq[r][c] = ak[r][c] = 0.0f;
-    for (int d0 = 0; d0 < Dk; d0 += 32) {
-        __syncthreads(); /* the previous slice is consumed (and srow / sc are set) */
-        for (int e = tid; e < GDN_CH * 32; e += GDN_PT) {
-            const int i = e >> 5, dd = e & 31, d = d0 + dd;
-            float kv = 0.0f, qv = 0.0f;
+    /* 32-wide slices of K and Q, the next one loaded into registers while
+     * the current one is used */
+    constexpr int PS = GDN_CH * 32 / GDN_PT;
+    float pk[PS], pq[PS];
+    auto load = [&](int d0) {
+#pragma unroll
+        for (int x = 0; x < PS; x++) {
+            const int e = tid + GDN_PT * x, i = e >> 5, d = d0 + (e & 31);
+            pk[x] = pq[x] = 0.0f;
             if (i < C && d < Dk) {
                 const size_t o = (size_t)srow[i] * ldq + kof + d;
-                kv = k[o];
-                qv = q[o];
+                pk[x] = k[o];
+                pq[x] = q[o];
             }
-            sk[i * GDN_KLD + dd] = kv;
-            sq[i * GDN_KLD + dd] = qv;
+        }
+    };
+    load(0);
+    for (int d0 = 0; d0 < Dk; d0 += 32) {
+        __syncthreads(); /* the previous slice is consumed */
+#pragma unroll
+        for (int x = 0; x < PS; x++) {
+            const int e = tid + GDN_PT * x;
+            sk[(e >> 5) * GDN_KLD + (e & 31)] = pk[x];
+            sq[(e >> 5) * GDN_KLD + (e & 31)] = pq[x];
         }
         __syncthreads();
+        if (d0 + 32 < Dk) load(d0 + 32);
         if (act) {
 #pragma unroll
             for (int dd = 0; dd < 32; dd += 4) {
@@ -435,14 +448,26 @@ __global__ void __launch_bounds__(GDN_PT)
     }
     __syncthreads();
     /* T = (I + L)^-1, column m by thread m: T_mm = 1,
-     * T_im = -(L_im + sum_{m<j<i} L_ij T_jm), i > m; stored at sm[m][i] */
+     * T_im = -(L_im + sum_{m<j<i} L_ij T_jm), i > m; stored at sm[m][i].
+     * The sum runs in four interleaved partial sums (j = m+1+4x+y), added
+     * as (s0 + s1) + (s2 + s3): a fixed order with a quarter of the chain. */
     if (tid < C) {
         const int m = tid;
+        const float *tm = sm + m * GDN_PLD;
         for (int i = m + 1; i < C; i++) {
             const float *li = sl + i * GDN_PLD;
-            float acc = li[m];
-            for (int j = m + 1; j < i; j++) acc = fmaf(li[j], sm[m * GDN_PLD + j], acc);
-            sm[m * GDN_PLD + i] = -acc;
+            float a0 = li[m], a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+            int j = m + 1;
+            for (; j + 3 < i; j += 4) {
+                a0 = fmaf(li[j], tm[j], a0);
+                a1 = fmaf(li[j + 1], tm[j + 1], a1);
+                a2 = fmaf(li[j + 2], tm[j + 2], a2);
+                a3 = fmaf(li[j + 3], tm[j + 3], a3);
+            }
+            if (j < i) a0 = fmaf(li[j], tm[j], a0);
+            if (j + 1 < i) a1 = fmaf(li[j + 1], tm[j + 1], a1);
+            if (j + 2 < i) a2 = fmaf(li[j + 2], tm[j + 2], a2);
+            sm[m * GDN_PLD + i] = -((a0 + a1) + (a2 + a3));
         }
     }
     __syncthreads();
