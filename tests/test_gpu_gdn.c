@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backend/backend.h"
 #include "core/err.h"
@@ -359,6 +360,348 @@ static void test_gdn_determinism(void) {
     free(q); free(k); free(v); free(g); free(be); free(o1); free(o2); free(s1); free(s2); free(hs);
 }
 
+
+#if defined(DOTLM_CUDA) || defined(DOTLM_HIP)
+/* ---------------- chunked form: vs the GPU recurrence and the CPU ---------------- */
+
+/* A forward is up to 4 segments: n tokens of stream st at positions p0.. in
+ * slot `slot`. Segments of one slot stay in order (a later one may restart
+ * at position 0); different slots are interleaved at random. A token's
+ * inputs depend only on (stream, position), so plans that feed the same
+ * streams in different pieces can be compared token by token. */
+typedef struct {
+    int slot, st, p0, n;
+} gseg;
+typedef struct {
+    int nseg;
+    gseg s[4];
+} gfwd;
+#define GT_MAXST 8
+#define GT_MAXPOS 512
+
+typedef struct {
+    int nf;
+    batch *B;       /* [nf] */
+    int32_t (*st)[1024]; /* [nf][row] stream of each row */
+} gplan;
+
+typedef struct {
+    float **out; /* [nf] host [T, Hv * Dv] */
+    float *state; /* host, every slot */
+} gres;
+
+static uint64_t gt_seed;
+
+static void gt_build(gplan *P, const gfwd *F, int nf) {
+    P->nf = nf;
+    P->B = calloc((size_t)nf, sizeof *P->B);
+    P->st = calloc((size_t)nf, sizeof *P->st);
+    for (int f = 0; f < nf; f++) {
+        int cur[4] = {0}, left[4], T = 0;
+        for (int i = 0; i < F[f].nseg; i++) left[i] = F[f].s[i].n;
+        for (;;) {
+            /* segments that may go next: the first unfinished one of each slot */
+            int cand[4], nc = 0;
+            for (int i = 0; i < F[f].nseg; i++) {
+                if (!left[i]) continue;
+                int first = 1;
+                for (int j = 0; j < i; j++)
+                    if (left[j] && F[f].s[j].slot == F[f].s[i].slot) first = 0;
+                if (first) cand[nc++] = i;
+            }
+            if (!nc) break;
+            const int i = cand[tu_rand_u64(&rs) % (uint64_t)nc];
+            const int run = 1 + (int)(tu_rand_u64(&rs) % 40);
+            for (int j = 0; j < run && left[i]; j++, left[i]--, cur[i]++, T++) {
+                P->B[f].tok[T] = 0;
+                P->B[f].seq[T] = F[f].s[i].slot;
+                P->B[f].pos[T] = F[f].s[i].p0 + cur[i];
+                P->st[f][T] = F[f].s[i].st;
+            }
+        }
+        P->B[f].b = (dl_batch){.ntok = T, .tokens = P->B[f].tok, .seq = P->B[f].seq, .pos = P->B[f].pos};
+    }
+}
+
+static void gt_free_plan(gplan *P) {
+    free(P->B);
+    free(P->st);
+}
+
+/* Inputs of token pos of stream st: l2-normalised q (scaled by 1/sqrt(Dk))
+ * and k, v in [-1, 1], beta in [0.05, 0.95]; g in [-0.6, -0.001], except
+ * stream 1 (short memory: down to -4) and stream 2 (long memory: > -0.05). */
+static void gt_tok(int st, int pos, int Hk, int Hv, int Dk, int Dv, float *q, float *k, float *v, float *g,
+                   float *beta) {
+    uint64_t r = gt_seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(st * GT_MAXPOS + pos + 1));
+    if (!r) r = 1;
+    for (int h = 0; h < Hk; h++) {
+        double sq = 0, sk = 0;
+        for (int j = 0; j < Dk; j++) {
+            q[h * Dk + j] = tu_randf(&r);
+            k[h * Dk + j] = tu_randf(&r);
+            sq += (double)q[h * Dk + j] * q[h * Dk + j];
+            sk += (double)k[h * Dk + j] * k[h * Dk + j];
+        }
+        for (int j = 0; j < Dk; j++) {
+            q[h * Dk + j] = (float)(q[h * Dk + j] / sqrt(sq) / sqrt((double)Dk));
+            k[h * Dk + j] = (float)(k[h * Dk + j] / sqrt(sk));
+        }
+    }
+    for (int j = 0; j < Hv * Dv; j++) v[j] = tu_randf(&r);
+    const float lo = st == 1 ? -4.0f : st == 2 ? -0.05f : -0.6f;
+    for (int h = 0; h < Hv; h++) {
+        g[h] = lo + (-0.001f - lo) * 0.5f * (tu_randf(&r) + 1.0f);
+        beta[h] = 0.05f + 0.9f * 0.5f * (tu_randf(&r) + 1.0f);
+    }
+}
+
+/* Run plan P on backend be from state hs; results into R (allocated here). */
+static int gt_exec(dl_backend *be, const gplan *P, const float *hs, int Hk, int Hv, int Dk, int Dv, gres *R) {
+    const size_t sn = (size_t)MAX_SEQS * Hv * Dk * Dv;
+    float *stb = put(be, hs, sn);
+    R->out = calloc((size_t)P->nf, sizeof *R->out);
+    R->state = malloc(sn * 4);
+    int rc = 0;
+    for (int f = 0; f < P->nf && !rc; f++) {
+        const int T = P->B[f].b.ntok;
+        rc = be->begin(be, &P->B[f].b, NULL);
+        CHECKF(!rc, "%s begin: %s", be->name, dl_errmsg());
+        if (rc) break;
+        const size_t nq = (size_t)T * Hk * Dk, nv = (size_t)T * Hv * Dv, ng = (size_t)T * Hv;
+        float *q = malloc(nq * 4), *k = malloc(nq * 4), *v = malloc(nv * 4), *g = malloc(ng * 4), *bt = malloc(ng * 4);
+        for (int t = 0; t < T; t++)
+            gt_tok(P->st[f][t], P->B[f].pos[t], Hk, Hv, Dk, Dv, q + (size_t)t * Hk * Dk, k + (size_t)t * Hk * Dk,
+                   v + (size_t)t * Hv * Dv, g + (size_t)t * Hv, bt + (size_t)t * Hv);
+        float *dq = put(be, q, nq), *dk = put(be, k, nq), *dv = put(be, v, nv), *dg = put(be, g, ng);
+        float *db = put(be, bt, ng), *dout = put(be, v, nv);
+        be->gdn(be, dout, dq, dk, dv, dg, db, stb, Hk, Hv, Dk, Dv);
+        R->out[f] = malloc(nv * 4);
+        get(be, R->out[f], dout, nv);
+        float *fb[] = {dq, dk, dv, dg, db, dout};
+        for (int i = 0; i < 6; i++) be->free(be, fb[i]);
+        free(q); free(k); free(v); free(g); free(bt);
+    }
+    get(be, R->state, stb, sn);
+    be->free(be, stb);
+    return rc;
+}
+
+static void gt_free_res(const gplan *P, gres *R) {
+    for (int f = 0; f < P->nf; f++) free(R->out[f]);
+    free(R->out);
+    free(R->state);
+}
+
+/* max |a - b| / max |b| over the outputs of every token of streams 0 and 1
+ * present in both plans, and over slots 1 and 2 of the final states */
+static double gt_cross(const gplan *PA, const gres *RA, const gplan *PB, const gres *RB, int HvDv, size_t hds) {
+    static int32_t mf[2][GT_MAXPOS], mr[2][GT_MAXPOS];
+    for (int i = 0; i < 2; i++)
+        for (int p = 0; p < GT_MAXPOS; p++) mf[i][p] = -1;
+    for (int f = 0; f < PB->nf; f++)
+        for (int t = 0; t < PB->B[f].b.ntok; t++)
+            if (PB->st[f][t] < 2) {
+                mf[PB->st[f][t]][PB->B[f].pos[t]] = f;
+                mr[PB->st[f][t]][PB->B[f].pos[t]] = t;
+            }
+    double mx = 0, e = 0;
+    int n = 0;
+    for (int f = 0; f < PA->nf; f++)
+        for (int t = 0; t < PA->B[f].b.ntok; t++) {
+            const int st = PA->st[f][t], p = PA->B[f].pos[t];
+            if (st >= 2 || mf[st][p] < 0) continue;
+            const float *a = RA->out[f] + (size_t)t * HvDv, *b = RB->out[mf[st][p]] + (size_t)mr[st][p] * HvDv;
+            for (int j = 0; j < HvDv; j++) {
+                mx = fmax(mx, fabs((double)b[j]));
+                double d = fabs((double)a[j] - (double)b[j]);
+                e = d == d ? fmax(e, d) : INFINITY;
+            }
+            n++;
+        }
+    double r = n ? e / (mx > 0 ? mx : 1e-30) : INFINITY;
+    double es = rel_err(RA->state + hds, RB->state + hds, 2 * hds); /* slots 1, 2 */
+    return fmax(r, es);
+}
+
+/* Every plan on the CPU, the GPU with the chunked kernel and the GPU with
+ * it switched off (recurrence only): outputs and final states within 1e-4;
+ * the chunked counter moves only where a run reaches chunk_min. Plans
+ * feeding the same two prompts (stream 0: 128 tokens from position 0 in
+ * slot 1; stream 1: 130 tokens from position 17 in slot 2, which has state)
+ * in one call, in pieces and token by token agree token by token. */
+static void test_gdn_chunked(int Hk, int Hv, int Dk, int Dv, int chunk_min, int bv) {
+    const size_t hds = (size_t)Hv * Dk * Dv, sn = (size_t)MAX_SEQS * hds;
+    if (gpu_gdn_tune(gpu, chunk_min, bv)) {
+        CHECKF(0, "gpu_gdn_tune failed");
+        return;
+    }
+    float *hs = malloc(sn * 4);
+    fill(hs, sn, -0.5f, 0.5f);
+    gt_seed = tu_rand_u64(&rs);
+    /* one call: both prompts in one mixed batch */
+    static const gfwd one[] = {{2, {{1, 0, 0, 128}, {2, 1, 17, 130}}}};
+    /* 64 + 37 + 27 and 64 + 66 */
+    static const gfwd p64[] = {{2, {{1, 0, 0, 64}, {2, 1, 17, 64}}},
+                               {2, {{1, 0, 64, 37}, {2, 1, 81, 66}}},
+                               {1, {{1, 0, 101, 27}}}};
+    /* 100 + 1 + 27 and 1 + 129 */
+    static const gfwd p100[] = {{2, {{1, 0, 0, 100}, {2, 1, 17, 1}}},
+                                {2, {{1, 0, 100, 1}, {2, 1, 18, 129}}},
+                                {1, {{1, 0, 101, 27}}}};
+    /* long and short groups in one batch: a decode step of slot 3 (stream 2),
+     * stream 1 as 63 + 67 */
+    static const gfwd mix[] = {{3, {{1, 0, 0, 128}, {3, 2, 40, 1}, {2, 1, 17, 63}}},
+                               {2, {{2, 1, 80, 67}, {3, 2, 41, 1}}}};
+    /* restarts inside a batch: slot 4 continues 6 tokens then restarts for
+     * 100; slot 5 runs 80 from position 0 then restarts for 3 */
+    static const gfwd rst[] = {{4, {{4, 3, 5, 6}, {4, 4, 0, 100}, {5, 5, 0, 80}, {5, 6, 0, 3}}},
+                               {2, {{4, 4, 100, 1}, {5, 6, 3, 65}}}};
+    gfwd tok[130];
+    for (int i = 0; i < 130; i++) {
+        tok[i].nseg = 0;
+        if (i < 128) tok[i].s[tok[i].nseg++] = (gseg){1, 0, i, 1};
+        tok[i].s[tok[i].nseg++] = (gseg){2, 1, 17 + i, 1};
+    }
+    struct {
+        const char *name;
+        const gfwd *f;
+        int nf;
+    } plans[] = {{"one call", one, 1}, {"64+37+27", p64, 3}, {"100+1+27", p100, 3},
+                 {"mixed long/short", mix, 2}, {"restarts", rst, 2}, {"token by token", tok, 130}};
+    const int np = (int)(sizeof plans / sizeof plans[0]);
+    gplan P[6];
+    gres Rc[6], Rg[6], Rr[6];
+    for (int i = 0; i < np; i++) {
+        gt_build(&P[i], plans[i].f, plans[i].nf);
+        int longest = 0; /* longest run of one slot in one forward: does the chunked kernel run? */
+        for (int f = 0; f < plans[i].nf; f++)
+            for (int j = 0; j < plans[i].f[f].nseg; j++)
+                if (plans[i].f[f].s[j].n > longest) longest = plans[i].f[f].s[j].n;
+        const int want = longest >= chunk_min && Dk <= GK_GDN_CHUNK_MAXDK;
+        gt_exec(cpu, &P[i], hs, Hk, Hv, Dk, Dv, &Rc[i]);
+        const uint64_t c0 = kreg_count(GN ".gdn.chunked");
+        gt_exec(gpu, &P[i], hs, Hk, Hv, Dk, Dv, &Rg[i]);
+        const uint64_t c1 = kreg_count(GN ".gdn.chunked");
+        kreg_disable(GN ".gdn.chunked");
+        gt_exec(gpu, &P[i], hs, Hk, Hv, Dk, Dv, &Rr[i]);
+        kreg_reset_switches();
+        const uint64_t c2 = kreg_count(GN ".gdn.chunked");
+        CHECKF(want ? c1 > c0 : c1 == c0, "%s: " GN ".gdn.chunked ran %llu times, expected %s", plans[i].name,
+               (unsigned long long)(c1 - c0), want ? "> 0" : "0");
+        CHECKF(c2 == c1, "%s: " GN ".gdn.chunked ran while switched off", plans[i].name);
+        double eoc = 0, eor = 0;
+        for (int f = 0; f < P[i].nf; f++) {
+            const size_t nv = (size_t)P[i].B[f].b.ntok * Hv * Dv;
+            eoc = fmax(eoc, rel_err(Rg[i].out[f], Rc[i].out[f], nv));
+            eor = fmax(eor, rel_err(Rg[i].out[f], Rr[i].out[f], nv));
+        }
+        const double esc = rel_err(Rg[i].state, Rc[i].state, sn), esr = rel_err(Rg[i].state, Rr[i].state, sn);
+        const double erc = rel_err(Rr[i].state, Rc[i].state, sn);
+        printf("gdn chunked Hk=%d Hv=%d Dk=%d Dv=%d min=%d bv=%d %-16s: vs cpu out %.3g state %.3g, vs gpu "
+               "recurrence out %.3g state %.3g (chunked launches %llu)\n",
+               Hk, Hv, Dk, Dv, chunk_min, bv, plans[i].name, eoc, esc, eor, esr, (unsigned long long)(c1 - c0));
+        CHECKF(eoc <= 1e-4 && esc <= 1e-4, "%s Dk=%d Dv=%d: chunked vs cpu out %.3g state %.3g", plans[i].name, Dk,
+               Dv, eoc, esc);
+        CHECKF(eor <= 1e-4 && esr <= 1e-4, "%s Dk=%d Dv=%d: chunked vs gpu recurrence out %.3g state %.3g",
+               plans[i].name, Dk, Dv, eor, esr);
+        CHECKF(erc <= 1e-4, "%s Dk=%d Dv=%d: gpu recurrence vs cpu state %.3g", plans[i].name, Dk, Dv, erc);
+    }
+    /* the same prompts fed differently: chunked one call / pieces vs token by token (recurrence) */
+    for (int i = 1; i < np; i++) {
+        if (i == 4) continue; /* the restart plan has other streams */
+        const double e = gt_cross(&P[0], &Rg[0], &P[i], &Rg[i], Hv * Dv, hds);
+        CHECKF(e <= 1e-4, "one call vs %s Dk=%d Dv=%d: rel err %.3g", plans[i].name, Dk, Dv, e);
+    }
+    for (int i = 0; i < np; i++) {
+        gt_free_res(&P[i], &Rc[i]);
+        gt_free_res(&P[i], &Rg[i]);
+        gt_free_res(&P[i], &Rr[i]);
+        gt_free_plan(&P[i]);
+    }
+    gpu_gdn_tune(gpu, GK_GDN_CHUNK_MIN, 0);
+    free(hs);
+}
+
+/* Chunked results do not depend on the column tile: bitwise equal for bv 16 and 32. */
+static void test_gdn_chunked_bv(void) {
+    const int Hk = 2, Hv = 4, Dk = 128, Dv = 96;
+    const size_t sn = (size_t)MAX_SEQS * Hv * Dk * Dv;
+    float *hs = malloc(sn * 4);
+    fill(hs, sn, -0.5f, 0.5f);
+    gt_seed = tu_rand_u64(&rs);
+    static const gfwd f[] = {{3, {{1, 0, 3, 150}, {2, 1, 0, 70}, {3, 2, 9, 2}}}};
+    gplan P;
+    gt_build(&P, f, 1);
+    gres R[2];
+    const size_t nv = (size_t)P.B[0].b.ntok * Hv * Dv;
+    for (int i = 0; i < 2; i++) {
+        gpu_gdn_tune(gpu, GK_GDN_CHUNK_MIN, i ? 32 : 16);
+        gt_exec(gpu, &P, hs, Hk, Hv, Dk, Dv, &R[i]);
+    }
+    CHECKF(memcmp(R[0].out[0], R[1].out[0], nv * 4) == 0 && memcmp(R[0].state, R[1].state, sn * 4) == 0,
+           "chunked gdn differs between column tiles 16 and 32");
+    gt_free_res(&P, &R[0]);
+    gt_free_res(&P, &R[1]);
+    gt_free_plan(&P);
+    gpu_gdn_tune(gpu, GK_GDN_CHUNK_MIN, 0);
+    free(hs);
+}
+
+static double gt_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* DOTLM_GDN_BENCH=1: prefill of the 27B linear-attention shapes (Hk 16,
+ * Hv 48, Dk = Dv = 128), one 4096-token sequence and 4 x 1024, chunked
+ * (bv 16, 32) vs recurrence; also the chunked result vs the recurrence. */
+static void bench_gdn(void) {
+    const int Hk = 16, Hv = 48, Dk = 128, Dv = 128, T = 4096;
+    const size_t nq = (size_t)T * Hk * Dk, nv = (size_t)T * Hv * Dv, ng = (size_t)T * Hv;
+    const size_t sn = (size_t)MAX_SEQS * Hv * Dk * Dv;
+    float *q = malloc(nq * 4), *k = malloc(nq * 4), *v = malloc(nv * 4), *g = malloc(ng * 4), *be = malloc(ng * 4);
+    gdn_inputs(T, Hk, Hv, Dk, Dv, q, k, v, g, be);
+    float *dq = put(gpu, q, nq), *dk = put(gpu, k, nq), *dv = put(gpu, v, nv), *dg = put(gpu, g, ng);
+    float *db = put(gpu, be, ng), *dout = put(gpu, v, nv), *stb = gpu->alloc(gpu, sn * 4);
+    float *ref = malloc(nv * 4), *o = malloc(nv * 4);
+    static int32_t tok[4096], seq[4096], pos[4096];
+    for (int layout = 0; layout < 2; layout++) {
+        const int ns = layout ? 4 : 1;
+        for (int t = 0; t < T; t++) {
+            tok[t] = 0;
+            seq[t] = t / (T / ns);
+            pos[t] = t % (T / ns);
+        }
+        dl_batch b = {.ntok = T, .tokens = tok, .seq = seq, .pos = pos};
+        const char *names[] = {"recurrence", "chunked bv 16", "chunked bv 32"};
+        for (int m = 0; m < 3; m++) {
+            if (m == 0) kreg_disable(GN ".gdn.chunked");
+            gpu_gdn_tune(gpu, GK_GDN_CHUNK_MIN, m == 2 ? 32 : 16);
+            if (gpu->begin(gpu, &b, NULL)) break;
+            gpu->gdn(gpu, dout, dq, dk, dv, dg, db, stb, Hk, Hv, Dk, Dv); /* warm-up */
+            CHECK(gpu->sync(gpu) == 0);
+            const int it = 5;
+            const double t0 = gt_now();
+            for (int i = 0; i < it; i++) gpu->gdn(gpu, dout, dq, dk, dv, dg, db, stb, Hk, Hv, Dk, Dv);
+            CHECK(gpu->sync(gpu) == 0);
+            const double ms = (gt_now() - t0) * 1e3 / it;
+            get(gpu, m ? o : ref, dout, nv);
+            printf("bench gdn %d x %d tokens, Hk=%d Hv=%d Dk=%d Dv=%d, %-14s: %8.3f ms  (%.0f tok/s)", ns, T / ns, Hk,
+                   Hv, Dk, Dv, names[m], ms, T / (ms * 1e-3));
+            if (m) printf("  rel err vs recurrence %.3g", rel_err(o, ref, nv));
+            printf("\n");
+            kreg_reset_switches();
+        }
+    }
+    gpu_gdn_tune(gpu, GK_GDN_CHUNK_MIN, 0);
+    float *fg[] = {dq, dk, dv, dg, db, dout, stb};
+    for (int i = 0; i < 7; i++) gpu->free(gpu, fg[i]);
+    free(q); free(k); free(v); free(g); free(be); free(ref); free(o);
+}
+#endif
+
 int main(void) {
     rs = tu_seed();
     gpu = be_create(GN, 1);
@@ -391,6 +734,16 @@ int main(void) {
     test_gdn(1, 3, 96, 64);
     test_gdn(2, 4, 128, 128);
     test_gdn_determinism();
+#if defined(DOTLM_CUDA) || defined(DOTLM_HIP)
+    test_gdn_chunked(2, 4, 128, 128, GK_GDN_CHUNK_MIN, 0);
+    test_gdn_chunked(2, 4, 32, 32, GK_GDN_CHUNK_MIN, 0);   /* the fixtures' heads */
+    test_gdn_chunked(2, 4, 64, 64, GK_GDN_CHUNK_MIN, 32);
+    test_gdn_chunked(1, 3, 33, 200, GK_GDN_CHUNK_MIN, 0);  /* odd Dk, Dv over several tiles */
+    test_gdn_chunked(3, 3, 97, 17, 16, 32);                /* the CPU's threshold: short runs chunked too */
+    test_gdn_chunked(1, 2, 160, 64, GK_GDN_CHUNK_MIN, 0);  /* Dk above the chunked limit: recurrence */
+    test_gdn_chunked_bv();
+    if (getenv("DOTLM_GDN_BENCH")) bench_gdn();
+#endif
     /* errors of the void ops surface at sync() */
     batch B;
     int s[] = {0}, p[] = {0}, n[] = {2};
