@@ -11,8 +11,15 @@
  *    microbenchmarks (fp32 FMA, fp16 packed FMA/dot2, dp4a).
  * 3. decode GEMV at M = 1, 2, 4, 8 for bf16, fp8 block 128x128 and int8 on
  *    5120x17408, 17408x5120, 6144x5120 (n x k), rotating weight copies so the
- *    L2 cache cannot serve them; weight GB/s and % of copy bandwidth.
- * 4. prefill GEMM at M = 512..4096: TFLOP/s (TOP/s) vs the measured peak.
+ *    L2 cache cannot serve them; weight GB/s and % of copy bandwidth, through
+ *    the backend (int8: quantization + GEMV) and of the GEMV kernel alone.
+ *    DOTLM_GEMV_VARIANTS=all adds one line per GEMV variant (gpu_tune.h:
+ *    the original kernels "v1", the default, and each knob alone);
+ *    DOTLM_GEMV_VARIANTS="spec;spec;..." times the given specs instead.
+ * 4. multi-weight GEMV on Qwen3-8B decode shapes (q/k/v 4096+1024+1024 x
+ *    4096, gate/up 2 x 12288 x 4096): one launch per weight vs one
+ *    gk_gemv_multi / gk_int8_gemv_multi launch.
+ * 5. prefill GEMM at M = 512..4096: TFLOP/s (TOP/s) vs the measured peak.
  * Exit status: 0 when the sweep passed, 1 otherwise (benchmarks never fail). */
 #include <math.h>
 #include <stdio.h>
@@ -21,6 +28,7 @@
 #include <time.h>
 
 #include "backend/gpu/gpu_backend.h"
+#include "backend/gpu/gpu_tune.h"
 #include "core/err.h"
 #include "core/kreg.h"
 #include "quant/fp8.h"
@@ -335,12 +343,80 @@ static void mm_fn(void *c, int i) {
     be->matmul(be, m->y, m->x, &m->w[i % m->ncopy], m->M);
 }
 
+/* The GEMV kernel alone on copy i % ncopy (int8: x quantized beforehand). */
+typedef struct {
+    int ncopy, M, kp, w8a8;
+    const gk_weight *g[16];
+    const float *x;
+    const int8_t *xq;
+    const float *xs;
+    float *y;
+} kern_ctx;
+static void kern_fn(void *c, int i) {
+    kern_ctx *k = c;
+    void *st = gpu_backend_stream(be);
+    const gk_weight *g = k->g[i % k->ncopy];
+    if (k->w8a8) gk_int8_gemv(st, k->y, k->xq, k->xs, g, k->M, k->kp);
+    else gk_gemv(st, k->y, k->x, g, k->M);
+}
+
 typedef struct {
     const char *fmt, *shape;
     int M;
-    double gbs, pct;
+    char var[96];
+    double gbs, pct, kgbs, kpct;
     const char *kernel;
 } gemv_row;
+
+/* GEMV variants timed when DOTLM_GEMV_VARIANTS=all: the original kernels,
+ * the default, and each knob changed alone from one of them. */
+static const char *const VARIANTS_ALL[] = {
+    "v1",
+    "default",
+    "v1,fp8=h2",
+    "v1,u=4,i8u=4",
+    "v1,na=1,i8na=1",
+    "v1,wpb=8,i8wpb=8",
+    "default,u=2,i8u=2",
+    "default,na=0,i8na=0",
+    "default,fp8=f32",
+    "default,fp8=fold",
+    "default,fp8=f32s",
+    "default,u=4,i8u=4",
+    "default,wpb=8,i8wpb=8",
+    "default,r1=1,i8r1=2",
+    "default,r1=2,rm=2",
+    "default,r1=4,rm=4,i8r1=4,i8rm=4",
+};
+
+/* Multi-weight job on one set of weight copies: the per-weight launches or
+ * one multi launch (int8: x quantized beforehand). */
+typedef struct {
+    int ncopy, count, M, kp, w8a8, multi;
+    const gk_weight *g[16][3];
+    float *y[3];
+    const float *x;
+    const int8_t *xq;
+    const float *xs;
+} multi_ctx;
+static void multi_fn(void *c, int i) {
+    multi_ctx *m = c;
+    void *st = gpu_backend_stream(be);
+    const gk_weight *const *g = m->g[i % m->ncopy];
+    if (m->multi) {
+        gk_multi mw;
+        memset(&mw, 0, sizeof mw);
+        mw.count = m->count;
+        for (int j = 0; j < m->count; j++) mw.w[j] = *g[j], mw.y[j] = m->y[j];
+        if (m->w8a8) gk_int8_gemv_multi(st, &mw, m->xq, m->xs, m->M, m->kp);
+        else gk_gemv_multi(st, &mw, m->x, m->M);
+        return;
+    }
+    for (int j = 0; j < m->count; j++) {
+        if (m->w8a8) gk_int8_gemv(st, m->y[j], m->xq, m->xs, g[j], m->M, m->kp);
+        else gk_gemv(st, m->y[j], m->x, g[j], m->M);
+    }
+}
 
 int main(int argc, char **argv) {
     int quick = 0, do_bench = 1, do_sweep = 1;
@@ -384,12 +460,28 @@ int main(int argc, char **argv) {
     } bf[3] = {{"bf16", DT_BF16, WS_NONE, ACT_NATIVE, BE_NAME ".matmul.bf16.gemv"},
                {"fp8 block", DT_F8E4M3, WS_BLOCK, ACT_NATIVE, BE_NAME ".matmul.fp8.gemv"},
                {"int8 W8A8", DT_I8, WS_CHANNEL, ACT_INT8_TOKEN, BE_NAME ".matmul.int8.gemv"}};
-    gemv_row rows[64];
+    /* GEMV variants to time: DOTLM_GEMV_VARIANTS=all, a ';'-separated list of
+     * specs, or (unset) the settings in force */
+    char cur_cfg[256];
+    gk_gemv_tune_str(cur_cfg, sizeof cur_cfg);
+    const char *vlist[64];
+    int nvar = 0;
+    char *venv = getenv("DOTLM_GEMV_VARIANTS") ? strdup(getenv("DOTLM_GEMV_VARIANTS")) : NULL;
+    if (venv && !strcmp(venv, "all")) {
+        for (size_t i = 0; i < sizeof VARIANTS_ALL / sizeof VARIANTS_ALL[0]; i++) vlist[nvar++] = VARIANTS_ALL[i];
+    } else if (venv) {
+        for (char *tok = strtok(venv, ";"); tok && nvar < 64; tok = strtok(NULL, ";"))
+            if (*tok) vlist[nvar++] = tok;
+    }
+    if (!nvar) vlist[nvar++] = NULL; /* the settings in force */
+    gemv_row *rows = calloc((size_t)nvar * 3 * 3 * 4, sizeof *rows);
     int nrows = 0;
     double gemm_tf[3][4] = {{0}};
     static const int gM[4] = {512, 1024, 2048, 4096};
     float *dx = be->alloc(be, sizeof(float) * 4096 * 17408), *dy = be->alloc(be, sizeof(float) * 4096 * 17408);
-    if (!dx || !dy) {
+    int8_t *dxq = be->alloc(be, 8 * 17408 + 256);
+    float *dxs = be->alloc(be, 8 * sizeof(float));
+    if (!dx || !dy || !dxq || !dxs || !rows) {
         printf("bench: %s\n", dl_errmsg());
         return 1;
     }
@@ -419,18 +511,33 @@ int main(int argc, char **argv) {
                     break;
                 }
             }
+            const int w8a8 = bf[f].aq == ACT_INT8_TOKEN, kp = (int)((shp[s][1] + 15) / 16 * 16);
+            kern_ctx kc = {.ncopy = ncopy, .kp = kp, .w8a8 = w8a8, .x = dx, .xq = dxq, .xs = dxs, .y = dy};
+            for (int c = 0; c < ncopy; c++) kc.g[c] = gpu_weight_view(&ws[c]);
+            if (w8a8) gk_actq_int8(st, dxq, dxs, dx, 8, (int)shp[s][1], kp); /* rows m < M are M's rows too */
             mm_ctx mc = {&h, ncopy, ws, dx, dy, 1};
-            for (int mi = 0; ok && mi < 4; mi++) {
-                mc.M = 1 << mi;
-                kreg_reset_counts();
-                double t = time_op(mm_fn, &mc, ncopy, quick ? 10 : 40);
-                gemv_row *r = &rows[nrows++];
-                r->fmt = bf[f].name;
-                r->shape = shn[s];
-                r->M = mc.M;
-                r->gbs = wb / t / 1e9;
-                r->pct = 100.0 * wb / t / copy_bw;
-                r->kernel = kreg_count(bf[f].kern) ? bf[f].kern : "(fallback!)";
+            for (int v = 0; ok && v < nvar; v++) {
+                if (vlist[v] && gk_gemv_tune(vlist[v])) {
+                    if (f == 0 && s == 0) printf("DOTLM_GEMV_VARIANTS: bad spec '%s' (skipped)\n", vlist[v]);
+                    continue;
+                }
+                for (int mi = 0; mi < 4; mi++) {
+                    mc.M = kc.M = 1 << mi;
+                    kreg_reset_counts();
+                    double t = time_op(mm_fn, &mc, ncopy, quick ? 10 : 40);
+                    gemv_row *r = &rows[nrows++];
+                    r->fmt = bf[f].name;
+                    r->shape = shn[s];
+                    r->M = mc.M;
+                    r->gbs = wb / t / 1e9;
+                    r->pct = 100.0 * wb / t / copy_bw;
+                    r->kernel = kreg_count(bf[f].kern) ? bf[f].kern : "(fallback!)";
+                    t = time_op(kern_fn, &kc, ncopy, quick ? 10 : 40);
+                    r->kgbs = wb / t / 1e9;
+                    r->kpct = 100.0 * wb / t / copy_bw;
+                    snprintf(r->var, sizeof r->var, "%s", vlist[v] ? vlist[v] : "current");
+                }
+                gk_gemv_tune(cur_cfg);
             }
             if (ok && s == 1) { /* prefill GEMM on 17408x5120 */
                 for (int mi = 0; mi < 4; mi++) {
@@ -443,9 +550,80 @@ int main(int argc, char **argv) {
             hw_free(&h);
         }
     }
+
+    /* multi-weight GEMV: Qwen3-8B decode shapes, per-weight launches vs one launch */
+    static const struct {
+        const char *name;
+        int count;
+        int64_t n[3], k;
+    } mset[2] = {{"q/k/v 4096+1024+1024x4096", 3, {4096, 1024, 1024}, 4096}, {"gate/up 2x12288x4096", 2, {12288, 12288, 0}, 4096}};
+    struct {
+        const char *fmt, *set;
+        int M;
+        double sep, mul; /* % of copy bandwidth */
+    } mrows[2 * 3 * 4];
+    int nm = 0;
+    for (int f = 0; f < 3; f++) {
+        for (int ms = 0; ms < 2; ms++) {
+            hweight h[3];
+            dl_weight ws[16][3];
+            size_t wb = 0;
+            int nh = 0, ok = 1;
+            for (int j = 0; j < mset[ms].count; j++, nh++) {
+                if (hw_make(&h[j], bf[f].dt, mset[ms].n[j], mset[ms].k, mset[ms].k, bf[f].sk, 128, 128, bf[f].aq, 0)) {
+                    ok = 0;
+                    break;
+                }
+                wb += w_bytes(&h[j].w);
+            }
+            int ncopy = ok ? (int)((256u << 20) / wb) + 2 : 0;
+            if (ncopy > 16) ncopy = 16;
+            for (int c = 0; ok && c < ncopy; c++) {
+                for (int j = 0; j < mset[ms].count; j++) {
+                    ws[c][j] = h[j].w;
+                    ws[c][j].dev = NULL;
+                    if (be->upload(be, &ws[c][j])) { /* keep the c complete copies */
+                        printf("upload: %s\n", dl_errmsg());
+                        for (int i = 0; i < j; i++) be->release(be, &ws[c][i]);
+                        ok = 0;
+                        ncopy = c;
+                        break;
+                    }
+                }
+            }
+            const int w8a8 = bf[f].aq == ACT_INT8_TOKEN, kp = (int)((mset[ms].k + 15) / 16 * 16);
+            multi_ctx mc = {.ncopy = ncopy, .count = mset[ms].count, .kp = kp, .w8a8 = w8a8, .x = dx, .xq = dxq, .xs = dxs};
+            size_t yoff = 0;
+            for (int j = 0; j < mset[ms].count; j++) {
+                mc.y[j] = dy + yoff;
+                yoff += (size_t)8 * mset[ms].n[j];
+            }
+            for (int c = 0; c < ncopy; c++)
+                for (int j = 0; j < mset[ms].count; j++) mc.g[c][j] = gpu_weight_view(&ws[c][j]);
+            if (w8a8) gk_actq_int8(st, dxq, dxs, dx, 8, (int)mset[ms].k, kp);
+            for (int mi = 0; ok && mi < 4; mi++) {
+                mc.M = 1 << mi;
+                mc.multi = 0;
+                double t0s = time_op(multi_fn, &mc, ncopy, quick ? 10 : 40);
+                mc.multi = 1;
+                double t1s = time_op(multi_fn, &mc, ncopy, quick ? 10 : 40);
+                mrows[nm].fmt = bf[f].name;
+                mrows[nm].set = mset[ms].name;
+                mrows[nm].M = mc.M;
+                mrows[nm].sep = 100.0 * wb / t0s / copy_bw;
+                mrows[nm].mul = 100.0 * wb / t1s / copy_bw;
+                nm++;
+            }
+            for (int c = 0; c < ncopy; c++)
+                for (int j = 0; j < mset[ms].count; j++) be->release(be, &ws[c][j]);
+            for (int j = 0; j < nh; j++) hw_free(&h[j]);
+        }
+    }
     if (be->sync(be)) printf("bench error: %s\n", dl_errmsg());
     be->free(be, dx);
     be->free(be, dy);
+    be->free(be, dxq);
+    be->free(be, dxs);
 
     printf("\n== peaks (measured) ==\n");
     printf("copy D2D (read+write)  %8.1f GB/s\n", copy_bw / 1e9);
@@ -459,11 +637,20 @@ int main(int argc, char **argv) {
             double pk = f == 2 ? pk_dp4a : pk_f32;
             printf("%-10s %6d %10.2f %7.1f%%\n", bf[f].name, gM[mi], gemm_tf[f][mi] / 1e12, 100.0 * gemm_tf[f][mi] / pk);
         }
-    printf("\n== decode GEMV (weight bytes / time vs copy bandwidth %.0f GB/s) ==\n", copy_bw / 1e9);
-    printf("%-10s %-11s %2s %9s %7s  %s\n", "format", "n x k", "M", "GB/s", "%copy", "kernel");
+    printf("\n== decode GEMV (weight bytes / time vs copy bandwidth %.0f GB/s; through the backend, and the GEMV kernel alone) ==\n",
+           copy_bw / 1e9);
+    printf("GEMV settings: %s\n", cur_cfg);
+    printf("%-10s %-11s %2s %9s %7s %9s %7s  %-26s %s\n", "format", "n x k", "M", "GB/s", "%copy", "kern GB/s", "%copy",
+           "kernel", "variant");
     for (int i = 0; i < nrows; i++)
-        printf("%-10s %-11s %2d %9.1f %6.1f%%  %s\n", rows[i].fmt, rows[i].shape, rows[i].M, rows[i].gbs, rows[i].pct,
-               rows[i].kernel);
+        printf("%-10s %-11s %2d %9.1f %6.1f%% %9.1f %6.1f%%  %-26s %s\n", rows[i].fmt, rows[i].shape, rows[i].M,
+               rows[i].gbs, rows[i].pct, rows[i].kgbs, rows[i].kpct, rows[i].kernel, rows[i].var);
+    printf("\n== multi-weight GEMV, kernels alone (%% of copy bandwidth; weights of the set / time) ==\n");
+    printf("%-10s %-26s %2s %10s %10s\n", "format", "weights", "M", "per-weight", "one launch");
+    for (int i = 0; i < nm; i++)
+        printf("%-10s %-26s %2d %9.1f%% %9.1f%%\n", mrows[i].fmt, mrows[i].set, mrows[i].M, mrows[i].sep, mrows[i].mul);
+    free(rows);
+    free(venv);
     printf("\nsweep: %d passed, %d failed; total %.1f s\n", n_pass, n_fail, now_s() - t0);
     be->destroy(be);
     return n_fail ? 1 : 0;
