@@ -221,7 +221,7 @@ __global__ void __launch_bounds__(AT_WARPS *DL_WARP)
 /* Keys per lane per batch: 4 K vectors (+ 4 V) in flight per lane, halved
  * when the query/accumulator registers are large (GM * EPL >= 64). */
 static constexpr __host__ __device__ int da_kb(int gm, int cpl, int epl) {
-    return (gm * epl >= 64 ? 2 : 4) / cpl > 0 ? (gm * epl >= 64 ? 2 : 4) / cpl : 1;
+    return ((gm * epl >= 64 ? 2 : 4) + cpl - 1) / cpl; /* at least 1 */
 }
 
 /* Final normalisation shared by the direct (one segment) write and the
@@ -238,6 +238,14 @@ static __device__ __forceinline__ float da_final(float o, float l) { return l > 
 #define DA_BOUNDS(gm, epl) __launch_bounds__(DA_NW * DL_WARP)
 #endif
 
+/* One (segment blockIdx.x, KV head g = blockIdx.y / nhc and head chunk
+ * blockIdx.y % nhc, token blockIdx.z) block. lt: log2 lanes per key; gb:
+ * query heads per block (<= GM, a divisor of G); nseg: gridDim.x, the
+ * workspace's segment stride; c2 = scale * log2(e). nseg == 1: writes
+ * out (normalised); else wml[(vec * nseg + seg) * 2 + {0, 1}] = (max, sum)
+ * in the log2 domain and wo[(vec * nseg + seg) * hd + d] = unnormalised
+ * output, vec = token * nh + head. Segments past the token's pos write
+ * nothing. */
 template <int KF16, int CPL, int GM>
 __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
     dl_k_attn_dec(float *__restrict__ out, float *__restrict__ wml, float *__restrict__ wo,
