@@ -400,10 +400,12 @@ fail_nocfg:
 void model_free(dl_model *m) {
     if (!m) return;
     if (m->be && m->layers) {
+        /* a tied lm_head shares the embedding's device copy: release it once
+         * (decided before release() clears embed.dev) */
+        if (m->lm_head.dev && m->lm_head.dev == m->embed.dev) m->lm_head.dev = NULL;
         dl_weight *top[] = {&m->embed, &m->final_norm, &m->lm_head};
         for (int j = 0; j < 3; j++)
-            if (top[j]->dev && (j != 2 || m->lm_head.dev != m->embed.dev))
-                m->be->release(m->be, top[j]);
+            if (top[j]->dev) m->be->release(m->be, top[j]);
         for (int i = 0; i < m->cfg.n_layers; i++) {
             model_layer *L = &m->layers[i];
             dl_weight *ws[] = {&L->attn_norm, &L->q, &L->k, &L->v, &L->o, &L->q_norm,
