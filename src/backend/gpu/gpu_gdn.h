@@ -92,7 +92,7 @@ void gk_gdn_recurrent(void *s, float *out, const float *q, const float *k, const
                       int Dv, const gk_gdn_batch *b, int ng);
 /* Gated delta rule in the chunked (WY / UT) form for the b->nlong long
  * groups (the tail of b->glist). Two launches: a preparation kernel, one
- * block per (chunk, value head), all chunks in parallel, writes each chunk's
+ * block per (chunk, key head), all chunks in parallel, writes each chunk's
  * T = (I + L)^-1 and decayed Q K^T into ws; then a scan kernel, one block
  * per (long group, value head, bv value columns), walks the group's chunks
  * in order with its state columns on chip. ws holds

@@ -295,11 +295,12 @@ extern "C" void gk_gdn_recurrent(void *s, float *out, const float *q, const floa
  * order, by one thread (the same code in both kernels, so they agree bit
  * for bit); the decays are expf of their differences.
  *
- * Kernel 1 (dl_k_gdn_cprep, one block per (chunk, value head), all chunks in
- * parallel) needs no state: it forms L and P from 64 x 64 Gram matrices
- * accumulated over 32-wide slices of Dk in shared memory, inverts I + L by
- * forward substitution (one thread per column of T), and writes per token
- * one workspace row: [0, 64) holds row i of P on and below the diagonal
+ * Kernel 1 (dl_k_gdn_cprep, one block per (chunk, key head), all chunks in
+ * parallel) needs no state: it accumulates the 64 x 64 Gram matrices K K^T
+ * and Q K^T over 32-wide slices of Dk in shared memory once, then for each
+ * value head of the key head forms L and P with that head's decays, inverts
+ * I + L by forward substitution (one thread per column of T), and writes
+ * per (token, value head) one workspace row: [0, 64) holds row i of P on and below the diagonal
  * (j <= i) and column i of T below it (T_ji at j > i); then e^(c_i),
  * e^(c_last - c_i), beta_i, the batch row, and at token 0 the restart flag.
  *
@@ -341,9 +342,12 @@ static __device__ __forceinline__ void gdn_f4(float *d, const float *p) {
 }
 static __device__ __forceinline__ void gdn_st4(float *p, const float *s) { *(float4 *)p = make_float4(s[0], s[1], s[2], s[3]); }
 
-/* Preparation: grid (nch, Hv), GDN_PT threads. Writes the C workspace rows
- * of chunk blockIdx.x for value head blockIdx.y (layout above); reads q, k,
- * g, beta of the chunk's tokens only. */
+/* Preparation: grid (nch, Hk), GDN_PT threads. The Gram matrices K K^T and
+ * Q K^T of chunk blockIdx.x depend only on the key head blockIdx.y, so they
+ * are formed once (kept in registers) and then, for each of its Hv / Hk
+ * value heads in turn, L and P are scaled by that head's decays and beta,
+ * T is solved and the head's C workspace rows are written (layout above).
+ * Reads q, k, g, beta of the chunk's tokens only. */
 __global__ void GDN_LB(GDN_PT, 2)
     dl_k_gdn_cprep(float *__restrict__ ws, const float *__restrict__ q, const float *__restrict__ k,
                    const float *__restrict__ g, const float *__restrict__ beta, int Hk, int Hv, int Dk,
@@ -354,23 +358,11 @@ __global__ void GDN_LB(GDN_PT, 2)
     __shared__ float sb[GDN_CH];
     __shared__ int srow[GDN_CH];
     float *sk = (float *)sw4, *sq = sk + GDN_CH * GDN_KLD, *sm = (float *)sw4;
-    const int tid = threadIdx.x, h = blockIdx.y;
-    const int a = b.cst[blockIdx.x], C = b.clen[blockIdx.x], kh = h / (Hv / Hk);
+    const int tid = threadIdx.x, kh = blockIdx.y, hpk = Hv / Hk;
+    const int a = b.cst[blockIdx.x], C = b.clen[blockIdx.x];
     const size_t ldq = (size_t)Hk * Dk, kof = (size_t)kh * Dk;
-    if (tid < C) {
-        const int row = b.idx[a + tid];
-        srow[tid] = row;
-        sc[tid] = (double)g[(size_t)row * Hv + h];
-        sb[tid] = beta[(size_t)row * Hv + h];
-    }
+    if (tid < C) srow[tid] = b.idx[a + tid];
     __syncthreads();
-    if (tid == 0) {
-        double acc = 0.0;
-        for (int i = 0; i < C; i++) {
-            acc += sc[i];
-            sc[i] = acc;
-        }
-    }
     /* 4 x 4 tile (ti, tj), tj <= ti, of the lower triangle: threads 0..135 */
     int ti = 0, tj = tid;
     while (tj > ti) {
@@ -432,57 +424,73 @@ __global__ void GDN_LB(GDN_PT, 2)
             }
         }
     }
-    __syncthreads(); /* slices consumed: sm (aliasing them) is written next */
-    if (act) {
-#pragma unroll
-        for (int r = 0; r < 4; r++)
-#pragma unroll
-            for (int c = 0; c < 4; c++) {
-                const int i = 4 * ti + r, j = 4 * tj + c;
-                if (i < C && j <= i) {
-                    const float dec = expf((float)(sc[i] - sc[j]));
-                    sm[i * GDN_PLD + j] = aq[r][c] * dec;
-                    if (j < i) sl[i * GDN_PLD + j] = ak[r][c] * dec * sb[i];
-                }
-            }
-    }
-    __syncthreads();
-    /* T = (I + L)^-1, column m by thread m: T_mm = 1,
-     * T_im = -(L_im + sum_{m<j<i} L_ij T_jm), i > m; stored at sm[m][i].
-     * The sum runs in four interleaved partial sums (j = m+1+4x+y), added
-     * as (s0 + s1) + (s2 + s3): a fixed order with a quarter of the chain. */
-    if (tid < C) {
-        const int m = tid;
-        const float *tm = sm + m * GDN_PLD;
-        for (int i = m + 1; i < C; i++) {
-            const float *li = sl + i * GDN_PLD;
-            float a0 = li[m], a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
-            int j = m + 1;
-            for (; j + 3 < i; j += 4) {
-                a0 = fmaf(li[j], tm[j], a0);
-                a1 = fmaf(li[j + 1], tm[j + 1], a1);
-                a2 = fmaf(li[j + 2], tm[j + 2], a2);
-                a3 = fmaf(li[j + 3], tm[j + 3], a3);
-            }
-            if (j < i) a0 = fmaf(li[j], tm[j], a0);
-            if (j + 1 < i) a1 = fmaf(li[j + 1], tm[j + 1], a1);
-            if (j + 2 < i) a2 = fmaf(li[j + 2], tm[j + 2], a2);
-            sm[m * GDN_PLD + i] = -((a0 + a1) + (a2 + a3));
+
+    for (int h = kh * hpk; h < (kh + 1) * hpk; h++) {
+        __syncthreads(); /* slices (first head) or the previous head's sm / sl / sc are consumed */
+        if (tid < C) {
+            sc[tid] = (double)g[(size_t)srow[tid] * Hv + h];
+            sb[tid] = beta[(size_t)srow[tid] * Hv + h];
         }
-    }
-    __syncthreads();
-    float *W = ws + ((size_t)h * b.ntok + a) * GDN_WR;
-    for (int e = tid; e < C * GDN_CH; e += GDN_PT) {
-        const int i = e >> 6, j = e & (GDN_CH - 1);
-        if (j < C) W[(size_t)i * GDN_WR + j] = sm[i * GDN_PLD + j];
-    }
-    if (tid < C) {
-        float *f = W + (size_t)tid * GDN_WR + GDN_CH;
-        f[0] = expf((float)sc[tid]);
-        f[1] = expf((float)(sc[C - 1] - sc[tid]));
-        f[2] = sb[tid];
-        f[3] = __int_as_float(srow[tid]);
-        f[4] = (tid == 0 && b.pos[srow[0]] == 0) ? 1.0f : 0.0f;
+        __syncthreads();
+        if (tid == 0) {
+            double acc = 0.0;
+            for (int i = 0; i < C; i++) {
+                acc += sc[i];
+                sc[i] = acc;
+            }
+        }
+        __syncthreads();
+        if (act) {
+#pragma unroll
+            for (int r = 0; r < 4; r++)
+#pragma unroll
+                for (int c = 0; c < 4; c++) {
+                    const int i = 4 * ti + r, j = 4 * tj + c;
+                    if (i < C && j <= i) {
+                        const float dec = expf((float)(sc[i] - sc[j]));
+                        sm[i * GDN_PLD + j] = aq[r][c] * dec;
+                        if (j < i) sl[i * GDN_PLD + j] = ak[r][c] * dec * sb[i];
+                    }
+                }
+        }
+        __syncthreads();
+        /* T = (I + L)^-1, column m by thread m: T_mm = 1,
+         * T_im = -(L_im + sum_{m<j<i} L_ij T_jm), i > m; stored at sm[m][i].
+         * The sum runs in four interleaved partial sums (j = m+1+4x+y), added
+         * as (s0 + s1) + (s2 + s3): a fixed order with a quarter of the chain. */
+        if (tid < C) {
+            const int m = tid;
+            const float *tm = sm + m * GDN_PLD;
+            for (int i = m + 1; i < C; i++) {
+                const float *li = sl + i * GDN_PLD;
+                float a0 = li[m], a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+                int j = m + 1;
+                for (; j + 3 < i; j += 4) {
+                    a0 = fmaf(li[j], tm[j], a0);
+                    a1 = fmaf(li[j + 1], tm[j + 1], a1);
+                    a2 = fmaf(li[j + 2], tm[j + 2], a2);
+                    a3 = fmaf(li[j + 3], tm[j + 3], a3);
+                }
+                if (j < i) a0 = fmaf(li[j], tm[j], a0);
+                if (j + 1 < i) a1 = fmaf(li[j + 1], tm[j + 1], a1);
+                if (j + 2 < i) a2 = fmaf(li[j + 2], tm[j + 2], a2);
+                sm[m * GDN_PLD + i] = -((a0 + a1) + (a2 + a3));
+            }
+        }
+        __syncthreads();
+        float *W = ws + ((size_t)h * b.ntok + a) * GDN_WR;
+        for (int e = tid; e < C * GDN_CH; e += GDN_PT) {
+            const int i = e >> 6, j = e & (GDN_CH - 1);
+            if (j < C) W[(size_t)i * GDN_WR + j] = sm[i * GDN_PLD + j];
+        }
+        if (tid < C) {
+            float *f = W + (size_t)tid * GDN_WR + GDN_CH;
+            f[0] = expf((float)sc[tid]);
+            f[1] = expf((float)(sc[C - 1] - sc[tid]));
+            f[2] = sb[tid];
+            f[3] = __int_as_float(srow[tid]);
+            f[4] = (tid == 0 && b.pos[srow[0]] == 0) ? 1.0f : 0.0f;
+        }
     }
 }
 
@@ -783,7 +791,7 @@ extern "C" void gk_gdn_chunked(void *s, float *out, const float *q, const float 
     if (b->ntok <= 0 || b->nlong <= 0 || b->nch <= 0 || b->nlong > b->ngrp || !ws) return;
     if (Hk <= 0 || Hv <= 0 || Hv % Hk || Dk < 1 || Dk > GK_GDN_CHUNK_MAXDK || Dv < 1 || Dv > GK_GDN_MAXD) return;
     cudaStream_t st = (cudaStream_t)s;
-    dl_k_gdn_cprep<<<dim3(b->nch, Hv), GDN_PT, 0, st>>>(ws, q, k, g, beta, Hk, Hv, Dk, *b);
+    dl_k_gdn_cprep<<<dim3(b->nch, Hk), GDN_PT, 0, st>>>(ws, q, k, g, beta, Hk, Hv, Dk, *b);
     /* 32 columns per block when that still gives a few blocks per SM, else 16 */
     if (bv != 16 && bv != 32) bv = (long)b->nlong * Hv * DL_CDIV(Dv, 32) >= 256 ? 32 : 16;
     if (bv == 32)
