@@ -9,6 +9,11 @@
 #     --dump-sass; needs a toolkit with cuobjdump, e.g. on the GPU machine):
 #     forbid HMMA/HGMMA/IMMA/QGMMA (and BMMA/DMMA/OMMA); dl_k_i8_* must contain
 #     IDP4A, dl_k_h2_* HFMA2.
+#   Determinism: kernels named dl_k_gdn_* (Gated DeltaNet: recurrence,
+#     chunked form, conv, norms) contain no atomic instruction of any kind
+#     (PTX atom / red, gfx906 global / flat / buffer atomics and LDS
+#     read-modify-write ops, SASS ATOM / ATOMS / ATOMG / RED): every sum has
+#     one fixed order.
 # Options: --no-ptx, --no-hip (skip a part), --require-hip (fail when hipcc
 # is missing instead of skipping). Exit 1 on any violation.
 set -u
@@ -33,15 +38,19 @@ FAIL=0
 # check_listing FILE KIND: FILE holds "kernel<TAB>instruction" lines.
 # KIND selects the rule set. Prints one line per kernel, sets FAIL.
 check_listing() {
-  local file=$1 kind=$2 forbid i8 h2
+  local file=$1 kind=$2 forbid i8 h2 atom
   case $kind in
-    ptx)  forbid='^(mma|wmma|wgmma)(\.|$)'; i8='^dp4a'; h2='^fma\.rn(\.[a-z]+)?\.f16x2' ;;
-    hip)  forbid='^(v_mfma|v_smfma|v_cvt_[a-z0-9_]*(fp8|bf8)|v_cvt_pk_[a-z0-9_]*(fp8|bf8)|v_dot2_f32_bf16|v_dot2c_f32_bf16)'; i8='^v_dot4_i32_i8'; h2='^v_dot2_f32_f16' ;;
-    sass) forbid='^(HMMA|HGMMA|IMMA|QGMMA|BMMA|DMMA|OMMA|UTCHMMA|UTCQMMA)'; i8='^IDP(4A|\.4A)'; h2='^HFMA2' ;;
+    ptx)  forbid='^(mma|wmma|wgmma)(\.|$)'; i8='^dp4a'; h2='^fma\.rn(\.[a-z]+)?\.f16x2'
+          atom='^(atom|red)(\.|$)' ;;
+    hip)  forbid='^(v_mfma|v_smfma|v_cvt_[a-z0-9_]*(fp8|bf8)|v_cvt_pk_[a-z0-9_]*(fp8|bf8)|v_dot2_f32_bf16|v_dot2c_f32_bf16)'; i8='^v_dot4_i32_i8'; h2='^v_dot2_f32_f16'
+          atom='^((global|flat|buffer)_atomic|ds_(add|sub|rsub|inc|dec|min|max|and|or|xor|mskor|wrxchg|cmpst|cmpswap|condxchg|fmin|fmax))' ;;
+    sass) forbid='^(HMMA|HGMMA|IMMA|QGMMA|BMMA|DMMA|OMMA|UTCHMMA|UTCQMMA)'; i8='^IDP(4A|\.4A)'; h2='^HFMA2'
+          atom='^(ATOM|ATOMS|ATOMG|RED)(\.|$)' ;;
   esac
-  awk -F'\t' -v forbid="$forbid" -v i8="$i8" -v h2="$h2" -v kind="$kind" '
+  awk -F'\t' -v forbid="$forbid" -v i8="$i8" -v h2="$h2" -v atom="$atom" -v kind="$kind" '
     { k=$1; ins=$2; seen[k]=1; n[k]++
       if (ins ~ forbid) { bad[k]++; badins[k]=ins }
+      if (k ~ /dl_k_gdn_/ && ins ~ atom) { bad[k]++; badins[k]=ins " (atomic in a Gated DeltaNet kernel)" }
       if (ins ~ i8) ni8[k]++
       if (ins ~ h2) nh2[k]++ }
     END {
@@ -106,7 +115,7 @@ if [ $DO_HIP = 1 ]; then
       fi
       "$OBJDUMP" -d --mcpu=gfx906 "$TMP/$b.co" > "$TMP/$b.dis" || { echo "  FAIL hip: cannot disassemble $b"; FAIL=1; continue; }
       awk '/^[0-9a-f]+ <[^>]+>:$/ { s=$0; sub(/^[0-9a-f]+ </, "", s); sub(/>:$/, "", s); cur=s; next }
-           cur != "" && /^[ \t]+[sv]_[a-z0-9_]+/ { s=$0; sub(/^[ \t]+/, "", s); split(s, a, /[ \t]/); print cur "\t" a[1] }' \
+           cur != "" && /^[ \t]+([sv]|ds|global|flat|buffer)_[a-z0-9_]+/ { s=$0; sub(/^[ \t]+/, "", s); split(s, a, /[ \t]/); print cur "\t" a[1] }' \
         "$TMP/$b.dis" >> "$TMP/hip.tsv"
     done
     check_listing "$TMP/hip.tsv" hip
