@@ -374,9 +374,10 @@ static void op_gdn(dl_backend *be, float *out, const float *q, const float *k, c
     int nrec = kb->ngrp;
     if (kb->nlong > 0 && Dk <= GK_GDN_CHUNK_MAXDK && kreg_enabled(&K_CHUNK) && !ensure_ws(s, Hv)) {
         assert(kb->nch >= kb->nlong && kb->nlong <= kb->ngrp && kb->nch <= kb->ntok);
-        kreg_hit(&K_CHUNK);
-        gk_gdn_chunked(s->stream, out, q, k, v, g, beta, state, s->d_ws, Hk, Hv, Dk, Dv, kb, s->bv);
-        nrec = kb->ngrp - kb->nlong;
+        if (!gk_gdn_chunked(s->stream, out, q, k, v, g, beta, state, s->d_ws, Hk, Hv, Dk, Dv, kb, s->bv)) {
+            kreg_hit(&K_CHUNK);
+            nrec = kb->ngrp - kb->nlong;
+        }
     }
     if (nrec > 0) {
         kreg_hit(&K_REC);

@@ -98,10 +98,12 @@ void gk_gdn_recurrent(void *s, float *out, const float *q, const float *k, const
  * in order with its state columns on chip. ws holds
  * Hv * b->ntok * GK_GDN_WSROW floats. bv: 16, 32, or 0 (chosen by grid
  * size). Needs 1 <= Dk <= GK_GDN_CHUNK_MAXDK, 1 <= Dv <= GK_GDN_MAXD,
- * Hv a multiple of Hk (the caller checks; the launcher returns otherwise). */
-void gk_gdn_chunked(void *s, float *out, const float *q, const float *k, const float *v,
-                    const float *g, const float *beta, float *state, float *ws, int Hk, int Hv,
-                    int Dk, int Dv, const gk_gdn_batch *b, int bv);
+ * Hv a multiple of Hk, and 1 <= nlong <= nch <= ntok; returns -1 without
+ * launching anything otherwise (the caller then runs the recurrence), 0 when
+ * launched. */
+int gk_gdn_chunked(void *s, float *out, const float *q, const float *k, const float *v,
+                   const float *g, const float *beta, float *state, float *ws, int Hk, int Hv,
+                   int Dk, int Dv, const gk_gdn_batch *b, int bv);
 
 #ifdef __cplusplus
 }

@@ -785,11 +785,11 @@ __global__ void GDN_LB(8 * BV, BV == 32 ? 2 : 3)
         }
 }
 
-extern "C" void gk_gdn_chunked(void *s, float *out, const float *q, const float *k, const float *v,
-                               const float *g, const float *beta, float *state, float *ws, int Hk, int Hv, int Dk,
-                               int Dv, const gk_gdn_batch *b, int bv) {
-    if (b->ntok <= 0 || b->nlong <= 0 || b->nch <= 0 || b->nlong > b->ngrp || !ws) return;
-    if (Hk <= 0 || Hv <= 0 || Hv % Hk || Dk < 1 || Dk > GK_GDN_CHUNK_MAXDK || Dv < 1 || Dv > GK_GDN_MAXD) return;
+extern "C" int gk_gdn_chunked(void *s, float *out, const float *q, const float *k, const float *v,
+                              const float *g, const float *beta, float *state, float *ws, int Hk, int Hv, int Dk,
+                              int Dv, const gk_gdn_batch *b, int bv) {
+    if (b->ntok <= 0 || b->nlong <= 0 || b->nch < b->nlong || b->nch > b->ntok || b->nlong > b->ngrp || !ws) return -1;
+    if (Hk <= 0 || Hv <= 0 || Hv % Hk || Dk < 1 || Dk > GK_GDN_CHUNK_MAXDK || Dv < 1 || Dv > GK_GDN_MAXD) return -1;
     cudaStream_t st = (cudaStream_t)s;
     dl_k_gdn_cprep<<<dim3(b->nch, Hk), GDN_PT, 0, st>>>(ws, q, k, g, beta, Hk, Hv, Dk, *b);
     /* 32 columns per block when that still gives a few blocks per SM, else 16 */
@@ -800,4 +800,5 @@ extern "C" void gk_gdn_chunked(void *s, float *out, const float *q, const float 
     else
         dl_k_gdn_cscan<16><<<dim3(b->nlong, Hv, DL_CDIV(Dv, 16)), 128, 0, st>>>(out, q, k, v, ws, state, Hk, Hv, Dk,
                                                                                Dv, *b);
+    return 0;
 }
