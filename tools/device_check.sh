@@ -121,5 +121,7 @@ if want server; then
   rm -rf "$d"
 fi
 
+# logs in one archive (the machine returns at most 8 files)
+tar czf "$OUT/logs.tgz" -C "$OUT" $(cd "$OUT" && ls *.log 2>/dev/null) 2>/dev/null && rm -f "$OUT"/*.log
 echo "================ summary ================"
 for s in "${SUM[@]}"; do echo "$s"; done

@@ -9,10 +9,10 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 B=${1:-$ROOT/build-cudadev}
 cd "$ROOT"
 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DDOTLM_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90-real >/dev/null
-cmake --build "$B" -j "$(nproc)" --target dotlm test_gpu_ops test_gpu_gdn dotlm_gpu_bench ${EXTRA_TARGETS:-}
+cmake --build "$B" -j "$(nproc)" --target dotlm test_gpu_ops test_gpu_gdn test_gpu_forward dotlm_gpu_bench ${EXTRA_TARGETS:-}
 S=$(mktemp -d)
 mkdir -p "$S/lib" .devpack
-for t in dotlm test_gpu_ops test_gpu_gdn dotlm_gpu_bench ${EXTRA_TARGETS:-}; do
+for t in dotlm test_gpu_ops test_gpu_gdn test_gpu_forward dotlm_gpu_bench ${EXTRA_TARGETS:-}; do
   f=$(find "$B" -maxdepth 2 -type f -name "$t" -perm -u+x | head -1)
   [ -n "$f" ] || { echo "pack_device: $t not built" >&2; exit 1; }
   cp "$f" "$S/" && strip "$S/$t"

@@ -480,18 +480,6 @@ static void gpu_matmul(dl_backend *be, float *y, const float *x, const dl_weight
     matmul_prepared(g, y, &a, w, M);
 }
 
-/* TEMPORARY (integration): weak stand-ins until the multi-weight GEMV
- * kernels land in k_matmul_*.cu; "not ok" keeps the separate launches. */
-__attribute__((weak)) int gk_gemv_multi_ok(const gk_multi *mw) { (void)mw; return 0; }
-__attribute__((weak)) int gk_int8_gemv_multi_ok(const gk_multi *mw) { (void)mw; return 0; }
-__attribute__((weak)) void gk_gemv_multi(void *s, const gk_multi *mw, const float *x, int M) {
-    (void)s, (void)mw, (void)x, (void)M;
-}
-__attribute__((weak)) void gk_int8_gemv_multi(void *s, const gk_multi *mw, const int8_t *xq, const float *xs,
-                                              int M, int kp) {
-    (void)s, (void)mw, (void)xq, (void)xs, (void)M, (void)kp;
-}
-
 /* Weights that one activation preparation and (for M <= 8) one multi-weight
  * GEMV launch can serve: same format, scales, activation policy and k. */
 static int same_format(const dl_weight *a, const dl_weight *b) {

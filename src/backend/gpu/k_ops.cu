@@ -69,6 +69,71 @@ __global__ void __launch_bounds__(OP_T)
     for (int i = threadIdx.x; i < d; i += blockDim.x) yr[i] = (xr[i] * inv) * norm_w(w, wdt, i, zc);
 }
 
+/* Wide rows (hidden sizes: 1024 <= d <= 8192, d % 4 == 0, 16-byte aligned
+ * rows): each thread holds its float4 chunks c = tid + j * OP_T in registers
+ * (all loads issued before use), so a decode-sized norm is one round trip
+ * instead of d / OP_T dependent ones. One fixed order (chunks ascending,
+ * elements in order, then block_sum) for the plain and the fused kernel. */
+#define NV4 8 /* float4 chunks per thread: d <= 4 * OP_T * NV4 = 8192 */
+
+static __device__ __forceinline__ float norm_w4(const void *w, int wdt, int i, int zc) { return norm_w(w, wdt, i, zc); }
+
+template <bool ADD>
+__global__ void __launch_bounds__(OP_T)
+    dl_k_norm_v4(float *x, const float *res, float *y, const void *__restrict__ w, int wdt, int d, float eps, int zc) {
+    __shared__ float red[OP_T / 16 + 1];
+    const int64_t r = blockIdx.x;
+    float4 *xr = (float4 *)(x + r * d);
+    const float4 *rr = ADD ? (const float4 *)(res + r * d) : nullptr;
+    float4 *yr = (float4 *)(y + r * d);
+    const int n4 = d / 4;
+    float4 v[NV4];
+#pragma unroll
+    for (int j = 0; j < NV4; j++) {
+        const int c = threadIdx.x + j * OP_T;
+        v[j] = c < n4 ? xr[c] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+    if (ADD) {
+        float4 a[NV4];
+#pragma unroll
+        for (int j = 0; j < NV4; j++) {
+            const int c = threadIdx.x + j * OP_T;
+            a[j] = c < n4 ? rr[c] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+#pragma unroll
+        for (int j = 0; j < NV4; j++) {
+            const int c = threadIdx.x + j * OP_T;
+            v[j].x += a[j].x; v[j].y += a[j].y; v[j].z += a[j].z; v[j].w += a[j].w;
+            if (c < n4) xr[c] = v[j];
+        }
+    }
+    float ss = 0.0f;
+#pragma unroll
+    for (int j = 0; j < NV4; j++) {
+        ss = fmaf(v[j].x, v[j].x, ss); ss = fmaf(v[j].y, v[j].y, ss);
+        ss = fmaf(v[j].z, v[j].z, ss); ss = fmaf(v[j].w, v[j].w, ss);
+    }
+    ss = block_sum(ss, red); /* its barrier also orders the reads of res before the writes of y */
+    const float inv = 1.0f / sqrtf(ss / (float)d + eps);
+#pragma unroll
+    for (int j = 0; j < NV4; j++) {
+        const int c = threadIdx.x + j * OP_T;
+        if (c >= n4) continue;
+        const int i = 4 * c;
+        float4 o;
+        o.x = (v[j].x * inv) * norm_w4(w, wdt, i, zc);
+        o.y = (v[j].y * inv) * norm_w4(w, wdt, i + 1, zc);
+        o.z = (v[j].z * inv) * norm_w4(w, wdt, i + 2, zc);
+        o.w = (v[j].w * inv) * norm_w4(w, wdt, i + 3, zc);
+        yr[c] = o;
+    }
+}
+
+static bool v4_ok(int d, const void *a, const void *b, const void *c) {
+    return d % 4 == 0 && d >= 1024 && d <= 4 * OP_T * NV4 && ((uintptr_t)a & 15) == 0 && ((uintptr_t)b & 15) == 0 &&
+           ((uintptr_t)c & 15) == 0;
+}
+
 typedef struct {
     float f[256];
 } rope_freq;
@@ -213,7 +278,10 @@ extern "C" void gk_embed(void *s, float *x, const gk_weight *emb, const int32_t 
 extern "C" void gk_rmsnorm(void *s, float *y, const float *x, const void *w, int wdtype, int rows, int d,
                            float eps, int zc) {
     if (rows <= 0) return;
-    dl_k_rmsnorm<<<rows, OP_T, 0, (cudaStream_t)s>>>(y, x, w, wdtype, d, eps, zc);
+    if (v4_ok(d, x, y, y))
+        dl_k_norm_v4<false><<<rows, OP_T, 0, (cudaStream_t)s>>>((float *)x, nullptr, y, w, wdtype, d, eps, zc);
+    else
+        dl_k_rmsnorm<<<rows, OP_T, 0, (cudaStream_t)s>>>(y, x, w, wdtype, d, eps, zc);
 }
 
 static void fill_freq(rope_freq *fr, const float *inv_freq, int half) {
@@ -234,7 +302,14 @@ extern "C" void gk_rope(void *s, float *x, int ntok, int nh, int hd, int rot, co
 extern "C" void gk_add_rmsnorm(void *s, float *x, const float *res, float *y, const void *w, int wdtype, int rows,
                                int d, float eps, int zc) {
     if (rows <= 0) return;
-    dl_k_add_rmsnorm<<<rows, OP_T, 0, (cudaStream_t)s>>>(x, res, y, w, wdtype, d, eps, zc);
+    if (v4_ok(d, x, y, y) && !v4_ok(d, x, y, res)) { /* the plain norm would take the wide path: match it */
+        gk_add(s, x, res, (size_t)rows * d);
+        gk_rmsnorm(s, y, x, w, wdtype, rows, d, eps, zc);
+    } else if (v4_ok(d, x, y, res)) {
+        dl_k_norm_v4<true><<<rows, OP_T, 0, (cudaStream_t)s>>>(x, res, y, w, wdtype, d, eps, zc);
+    } else {
+        dl_k_add_rmsnorm<<<rows, OP_T, 0, (cudaStream_t)s>>>(x, res, y, w, wdtype, d, eps, zc);
+    }
 }
 
 extern "C" void gk_qk_rope_kv(void *s, float *q, float *k, const float *v, int ntok, int nh, int nkv, int hd,
