@@ -59,6 +59,8 @@ static kreg_kernel K_ADD = KREG_KERNEL(KN("add"), "");
 static kreg_kernel K_GATHER = KREG_KERNEL(KN("gather_rows"), "");
 static kreg_kernel K_SIGM = KREG_KERNEL(KN("sigmoid_mul"), "");
 static kreg_kernel K_COPY2D = KREG_KERNEL(KN("copy2d"), "");
+static kreg_kernel K_NORMQ =
+    KREG_KERNEL(KN("norm_actq"), "RMSNorm also writes the W8A8 per-token int8 codes of its output");
 static kreg_kernel K_ADD_RMS = KREG_KERNEL(KN("add_rmsnorm"), "residual add + RMSNorm in one launch");
 static kreg_kernel K_QKROPE = KREG_KERNEL(KN("qk_rope_kv"), "q/k RMSNorm + RoPE + KV-cache write in one launch");
 
@@ -95,6 +97,13 @@ typedef struct {
     void *wsa;
     size_t wsa_cap;
     gpu_prof *prof;       /* DOTLM_GPU_PROFILE=1, else NULL */
+    /* int8 codes of a norm's output, made by the norm kernel for the W8A8
+     * matmuls that read it next (valid until any other op runs) */
+    int w8a8;             /* a W8A8 weight was uploaded */
+    void *qc;
+    size_t qc_cap;
+    const float *qc_y;
+    int qc_rows, qc_d, qc_kp, qc_valid;
     gpu_graphs *graphs;   /* decode forwards recorded as graphs */
 } gpu_impl;
 
@@ -199,7 +208,6 @@ static void release_gw(gpu_weight *gw) {
 /* Upload w in its stored format (data bytes as they are); scales and bias
  * are converted to fp32 (small). Fails on formats the kernels cannot run. */
 static int gpu_upload(dl_backend *be, dl_weight *w) {
-    (void)be;
     const char *nm = w->name ? w->name : "?";
     switch (w->dtype) {
     case DT_F32: case DT_F16: case DT_BF16: case DT_F8E4M3: case DT_F8E5M2: case DT_I8: break;
@@ -250,6 +258,7 @@ static int gpu_upload(dl_backend *be, dl_weight *w) {
     gw->g.bk = w->bk > 0 ? w->bk : 1;
     gw->g.kb = (int)((w->k + gw->g.bk - 1) / gw->g.bk);
     gw->g.bk_shift = -1;
+    if (w->dtype == DT_I8 && w->actq == ACT_INT8_TOKEN) IMPL(be)->w8a8 = 1;
     for (int sh = 0; sh < 31; sh++)
         if ((1 << sh) == gw->g.bk) gw->g.bk_shift = sh;
     w->dev = gw;
@@ -305,6 +314,7 @@ static void gpu_destroy(dl_backend *be) {
         gpurt_free(g->d_btab);
         gpurt_free(g->ws);
         gpurt_free(g->wsa);
+        gpurt_free(g->qc);
         for (int i = 0; i < 2; i++) {
             gpurt_host_free(g->h_stage[i]);
             gpurt_event_destroy(g->ev[i]);
@@ -356,6 +366,7 @@ static int gpu_begin(dl_backend *be, const dl_batch *b, const dl_kvcache *kv) {
     if (gpurt_event_record(g->ev[c], g->stream)) return dl_err("%s: %s", GPU_NAME, gpurt_errstr());
     g->ev_used[c] = 1;
     g->ntok = (int)nt;
+    g->qc_valid = 0;
     g->mbps = kv ? kv->max_blocks_per_seq : 0;
     int ml = 0;
     for (size_t i = 0; i < nt; i++)
@@ -373,8 +384,37 @@ static const int32_t *d_pos(gpu_impl *g) { return g->d_batch + 2 * g->ntok; }
 
 /* ---------------- ops ---------------- */
 
+/* Norm (after x += res when res is not NULL) that also makes the int8 codes
+ * of y for the W8A8 matmuls reading y next, when the model has W8A8 weights
+ * and the row is wide (<backend>.norm_actq). 1 if launched (dispatch of the
+ * norm itself is counted by the caller), 0 if the plain kernel must run. */
+static int norm_q(gpu_impl *g, float *x, const float *res, float *y, const gpu_weight *gw, const char *label,
+                  int rows, int d, float eps, int zc) {
+    if (!g->w8a8 || !kreg_enabled(&K_NORMQ)) return 0;
+    const int kp = (d + 15) / 16 * 16;
+    const size_t xq_b = ((size_t)rows * kp + 255) / 256 * 256;
+    if (ensure_dev(g, &g->qc, &g->qc_cap, xq_b + (size_t)rows * 4)) return 0;
+    int ok = 0;
+    GPU_PROF(g->prof, label, ok = gk_norm_q(g->stream, x, res, y, gw->g.data, gw->g.dtype, rows, d, eps, zc,
+                                              (int8_t *)g->qc, (float *)((char *)g->qc + xq_b), kp));
+    if (!ok) return 0;
+    (void)use(g, &K_NORMQ);
+    g->qc_y = y;
+    g->qc_rows = rows;
+    g->qc_d = d;
+    g->qc_kp = kp;
+    g->qc_valid = 1;
+    return 1;
+}
+
+/* After a matmul wrote y: a cached quantization of y is stale. */
+static void qc_written(gpu_impl *g, const float *y) {
+    if (g->qc_valid && g->qc_y == y) g->qc_valid = 0;
+}
+
 static void gpu_embed(dl_backend *be, float *x, const dl_weight *emb) {
     gpu_impl *g = IMPL(be);
+    g->qc_valid = 0;
     const gpu_weight *gw = emb->dev;
     if (!gw) { set_err(g, "embed: weight not uploaded"); return; }
     LAUNCH(g, &K_EMBED, gk_embed(g->stream, x, &gw->g, d_tokens(g), g->ntok));
@@ -385,6 +425,11 @@ static void gpu_rmsnorm(dl_backend *be, float *y, const float *x, const dl_weigh
     gpu_impl *g = IMPL(be);
     const gpu_weight *gw = w->dev;
     if (!gw) { set_err(g, "rmsnorm: weight not uploaded"); return; }
+    g->qc_valid = 0;
+    if (norm_q(g, (float *)x, NULL, y, gw, K_RMS.name, rows, d, eps, zc)) {
+        hit(g, &K_RMS);
+        return;
+    }
     LAUNCH(g, &K_RMS, gk_rmsnorm(g->stream, y, x, gw->g.data, gw->g.dtype, rows, d, eps, zc));
 }
 
@@ -417,6 +462,12 @@ static int prep_act(gpu_impl *g, gpu_act *a, const float *x, const dl_weight *w,
     a->x = x;
     if (is_w8a8(w)) {
         a->kp = (k + 15) / 16 * 16;
+        if (g->qc_valid && g->qc_y == x && g->qc_rows == M && g->qc_d == k && g->qc_kp == a->kp) {
+            const size_t xq_b = ((size_t)M * a->kp + 255) / 256 * 256;
+            a->xq = g->qc; /* quantized by the norm that wrote x */
+            a->xs = (float *)((char *)g->qc + xq_b);
+            return 0;
+        }
         const size_t xq_b = ((size_t)M * a->kp + 255) / 256 * 256;
         if (ensure_dev(g, &g->ws, &g->ws_cap, xq_b + (size_t)M * 4)) return -1;
         a->xq = g->ws;
@@ -478,6 +529,7 @@ static void gpu_matmul(dl_backend *be, float *y, const float *x, const dl_weight
     gpu_act a;
     if (prep_act(g, &a, x, w, M)) return;
     matmul_prepared(g, y, &a, w, M);
+    qc_written(g, y);
 }
 
 /* Weights that one activation preparation and (for M <= 8) one multi-weight
@@ -505,6 +557,7 @@ static void gpu_matmul_n(dl_backend *be, float *const *ys, const float *x, const
     }
     gpu_act a;
     if (prep_act(g, &a, x, ws[0], M)) return;
+    for (int i = 0; i < n; i++) qc_written(g, ys[i]); /* launches below are ordered after the reads */
     if (n > 1 && M <= GEMV_MAX_M && !(ws[0]->dtype == DT_F8E4M3 && g->dot2)) {
         gk_multi mw = {.count = n};
         for (int i = 0; i < n; i++) {
@@ -527,12 +580,14 @@ static void gpu_matmul_n(dl_backend *be, float *const *ys, const float *x, const
 
 static void gpu_rope(dl_backend *be, float *x, int nh, int hd, const dl_rope *rope) {
     gpu_impl *g = IMPL(be);
+    g->qc_valid = 0;
     if (rope->rot > 512 || rope->rot > hd || rope->rot % 2) { set_err(g, "rope: rot must be even, <= head_dim and <= 512"); return; }
     LAUNCH(g, &K_ROPE, gk_rope(g->stream, x, g->ntok, nh, hd, rope->rot, rope->inv_freq, d_pos(g)));
 }
 
 static void gpu_kv_write(dl_backend *be, dl_kvcache *kv, int layer, const float *k, const float *v) {
     gpu_impl *g = IMPL(be);
+    g->qc_valid = 0;
     if (kv->dtype != DT_F16 && kv->dtype != DT_F32) { set_err(g, "kv_write: KV dtype must be F16 or F32"); return; }
     LAUNCH(g, &K_KVW,
            gk_kv_write(g->stream, kv->k[layer], kv->v[layer], kv->dtype == DT_F16, k, v, g->ntok, kv->n_kv_heads,
@@ -546,6 +601,7 @@ static void gpu_kv_write(dl_backend *be, dl_kvcache *kv, int layer, const float 
 static void gpu_attention(dl_backend *be, float *out, const float *q, const dl_kvcache *kv, int layer, int nh,
                           float scale) {
     gpu_impl *g = IMPL(be);
+    g->qc_valid = 0;
     if (!gk_attn_ok(kv->head_dim) || nh % kv->n_kv_heads) {
         set_err(g, "attention: head_dim must be even and <= 256, heads a multiple of kv heads");
         return;
@@ -568,26 +624,31 @@ static void gpu_attention(dl_backend *be, float *out, const float *q, const dl_k
 
 static void gpu_silu_mul(dl_backend *be, float *out, const float *gate, const float *up, size_t n) {
     gpu_impl *g = IMPL(be);
+    g->qc_valid = 0;
     LAUNCH(g, &K_SILU, gk_silu_mul(g->stream, out, gate, up, n));
 }
 
 static void gpu_add(dl_backend *be, float *y, const float *x, size_t n) {
     gpu_impl *g = IMPL(be);
+    g->qc_valid = 0;
     LAUNCH(g, &K_ADD, gk_add(g->stream, y, x, n));
 }
 
 static void gpu_gather_rows(dl_backend *be, float *dst, const float *src, const int32_t *idx, int n, int d) {
     gpu_impl *g = IMPL(be);
+    g->qc_valid = 0;
     LAUNCH(g, &K_GATHER, gk_gather_rows(g->stream, dst, src, idx, n, d));
 }
 
 static void gpu_sigmoid_mul(dl_backend *be, float *y, const float *gate, size_t n) {
     gpu_impl *g = IMPL(be);
+    g->qc_valid = 0;
     LAUNCH(g, &K_SIGM, gk_sigmoid_mul(g->stream, y, gate, n));
 }
 
 static void gpu_copy2d(dl_backend *be, float *dst, int dst_ld, const float *src, int src_ld, int rows, int cols) {
     gpu_impl *g = IMPL(be);
+    g->qc_valid = 0;
     LAUNCH(g, &K_COPY2D, gk_copy2d(g->stream, dst, dst_ld, src, src_ld, rows, cols));
 }
 
@@ -597,11 +658,13 @@ static void gpu_add_rmsnorm(dl_backend *be, float *x, const float *res, float *y
     gpu_impl *g = IMPL(be);
     const gpu_weight *gw = w->dev;
     if (!gw) { set_err(g, "rmsnorm: weight not uploaded"); return; }
+    g->qc_valid = 0;
     if (!use(g, &K_ADD_RMS)) {
         gpu_add(be, x, res, (size_t)rows * d);
         gpu_rmsnorm(be, y, x, w, rows, d, eps, zc);
         return;
     }
+    if (norm_q(g, x, res, y, gw, K_ADD_RMS.name, rows, d, eps, zc)) return;
     TIMED(g, &K_ADD_RMS, gk_add_rmsnorm(g->stream, x, res, y, gw->g.data, gw->g.dtype, rows, d, eps, zc));
 }
 
@@ -612,6 +675,7 @@ static void gpu_qk_rope_kv(dl_backend *be, dl_kvcache *kv, int layer, float *q, 
     gpu_impl *g = IMPL(be);
     const int hd = kv->head_dim, nkv = kv->n_kv_heads;
     const gpu_weight *qw = qn ? qn->dev : NULL, *kw = kn ? kn->dev : NULL;
+    g->qc_valid = 0;
     const int fusable = (!qn || qw) && (!kn || kw) && !qn == !kn && (!qw || qw->g.dtype == kw->g.dtype) &&
                         hd <= 256 && rope->rot <= hd && rope->rot % 2 == 0 &&
                         (kv->dtype == DT_F16 || kv->dtype == DT_F32);

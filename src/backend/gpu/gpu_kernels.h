@@ -97,6 +97,13 @@ void gk_rmsnorm(void *s, float *y, const float *x, const void *w, int wdtype, in
 /* x[r] += res[r]; y[r] = rmsnorm(x[r]) (bitwise = gk_add then gk_rmsnorm); res may alias y */
 void gk_add_rmsnorm(void *s, float *x, const float *res, float *y, const void *w, int wdtype, int rows,
                     int d, float eps, int zc);
+/* RMSNorm (after x += res when res is not NULL) that also writes the int8
+ * per-token codes of y the W8A8 matmul would make (xq [rows, kp], zero
+ * padded, xs [rows]; bitwise = gk_actq_int8 on y). Only wide rows (the
+ * float4 path: 1024 <= d <= 8192, d % 4 == 0, aligned); returns 1 if
+ * launched, 0 if the shape does not qualify (nothing done). */
+int gk_norm_q(void *s, float *x, const float *res, float *y, const void *w, int wdtype, int rows, int d,
+              float eps, int zc, int8_t *xq, float *xs, int kp);
 /* Attention prologue in one launch: per token, q heads [nh] and k heads [nkv]
  * (rows of hd) get RMSNorm (qw / kw [hd], NULL = none; one dtype), RoPE of
  * the first rot dims, in place; k and v rows are written into the paged

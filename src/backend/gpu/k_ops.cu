@@ -78,9 +78,19 @@ __global__ void __launch_bounds__(OP_T)
 
 static __device__ __forceinline__ float norm_w4(const void *w, int wdt, int i, int zc) { return norm_w(w, wdt, i, zc); }
 
-template <bool ADD>
+/* int8 code of v at scale s: the rule of k_actq.cu / quant/actq.c
+ * (round half even, clamp +-127, NaN -> -127). */
+static __device__ __forceinline__ uint32_t nq8(float v, float s) {
+    float r = rintf(v / s);
+    if (!(r >= -127.0f)) r = -127.0f;
+    if (r > 127.0f) r = 127.0f;
+    return (uint32_t)((int)r & 255);
+}
+
+template <bool ADD, bool QUANT>
 __global__ void __launch_bounds__(OP_T)
-    dl_k_norm_v4(float *x, const float *res, float *y, const void *__restrict__ w, int wdt, int d, float eps, int zc) {
+    dl_k_norm_v4(float *x, const float *res, float *y, const void *__restrict__ w, int wdt, int d, float eps, int zc,
+                 int8_t *xq, float *xs, int kp) {
     __shared__ float red[OP_T / 16 + 1];
     const int64_t r = blockIdx.x;
     float4 *xr = (float4 *)(x + r * d);
@@ -126,6 +136,32 @@ __global__ void __launch_bounds__(OP_T)
         o.z = (v[j].z * inv) * norm_w4(w, wdt, i + 2, zc);
         o.w = (v[j].w * inv) * norm_w4(w, wdt, i + 3, zc);
         yr[c] = o;
+        if (QUANT) v[j] = o;
+    }
+    if (QUANT) { /* per-token int8 codes of y, as gk_actq_int8 would make them from y */
+        float a = 0.0f;
+#pragma unroll
+        for (int j = 0; j < NV4; j++) {
+            const int c = threadIdx.x + j * OP_T;
+            if (c < n4)
+                a = fmaxf(fmaxf(a, fmaxf(fabsf(v[j].x), fabsf(v[j].y))), fmaxf(fabsf(v[j].z), fabsf(v[j].w)));
+        }
+        a = dl_warp_max(a);
+        __syncthreads(); /* red is reused */
+        if (threadIdx.x % DL_WARP == 0) red[threadIdx.x / DL_WARP] = a;
+        __syncthreads();
+        float amax = 0.0f;
+        for (int i = 0; i < (int)(blockDim.x / DL_WARP); i++) amax = fmaxf(amax, red[i]);
+        const float sc = amax > 0.0f ? amax / 127.0f : 1.0f;
+        uint32_t *q = (uint32_t *)(xq + r * kp);
+#pragma unroll
+        for (int j = 0; j < NV4; j++) {
+            const int c = threadIdx.x + j * OP_T;
+            if (c < n4)
+                q[c] = nq8(v[j].x, sc) | nq8(v[j].y, sc) << 8 | nq8(v[j].z, sc) << 16 | nq8(v[j].w, sc) << 24;
+        }
+        for (int c = n4 + threadIdx.x; c < kp / 4; c += blockDim.x) q[c] = 0u;
+        if (threadIdx.x == 0) xs[r] = sc;
     }
 }
 
@@ -279,7 +315,8 @@ extern "C" void gk_rmsnorm(void *s, float *y, const float *x, const void *w, int
                            float eps, int zc) {
     if (rows <= 0) return;
     if (v4_ok(d, x, y, y))
-        dl_k_norm_v4<false><<<rows, OP_T, 0, (cudaStream_t)s>>>((float *)x, nullptr, y, w, wdtype, d, eps, zc);
+        dl_k_norm_v4<false, false><<<rows, OP_T, 0, (cudaStream_t)s>>>((float *)x, nullptr, y, w, wdtype, d, eps, zc,
+                                                                          nullptr, nullptr, 0);
     else
         dl_k_rmsnorm<<<rows, OP_T, 0, (cudaStream_t)s>>>(y, x, w, wdtype, d, eps, zc);
 }
@@ -306,10 +343,21 @@ extern "C" void gk_add_rmsnorm(void *s, float *x, const float *res, float *y, co
         gk_add(s, x, res, (size_t)rows * d);
         gk_rmsnorm(s, y, x, w, wdtype, rows, d, eps, zc);
     } else if (v4_ok(d, x, y, res)) {
-        dl_k_norm_v4<true><<<rows, OP_T, 0, (cudaStream_t)s>>>(x, res, y, w, wdtype, d, eps, zc);
+        dl_k_norm_v4<true, false><<<rows, OP_T, 0, (cudaStream_t)s>>>(x, res, y, w, wdtype, d, eps, zc, nullptr,
+                                                                        nullptr, 0);
     } else {
         dl_k_add_rmsnorm<<<rows, OP_T, 0, (cudaStream_t)s>>>(x, res, y, w, wdtype, d, eps, zc);
     }
+}
+
+extern "C" int gk_norm_q(void *s, float *x, const float *res, float *y, const void *w, int wdtype, int rows, int d,
+                         float eps, int zc, int8_t *xq, float *xs, int kp) {
+    if (rows <= 0 || !v4_ok(d, x, y, res ? res : y) || kp < d || kp % 16) return 0;
+    if (res)
+        dl_k_norm_v4<true, true><<<rows, OP_T, 0, (cudaStream_t)s>>>(x, res, y, w, wdtype, d, eps, zc, xq, xs, kp);
+    else
+        dl_k_norm_v4<false, true><<<rows, OP_T, 0, (cudaStream_t)s>>>(x, nullptr, y, w, wdtype, d, eps, zc, xq, xs, kp);
+    return 1;
 }
 
 extern "C" void gk_qk_rope_kv(void *s, float *q, float *k, const float *v, int ntok, int nh, int nkv, int hd,
