@@ -124,7 +124,7 @@ static void test_matmul(void) {
         {DT_I8, WS_CHANNEL, ACT_INT8_TOKEN, GN ".matmul.int8.gemv", GN ".matmul.int8.gemm"},
     };
     static const int shapes[][3] = {{136, 256, 256}, {70, 384, 400}, {33, 77, 77}};
-    static const int Ms[] = {1, 4, 8, 9, 37};
+    static const int Ms[] = {1, 4, 8, 9, 24, 37}; /* GEMV in launches of <= 8 rows up to M = 32 */
     for (size_t f = 0; f < sizeof F / sizeof *F; f++)
         for (int s = 0; s < 3; s++) {
             dl_weight wc = make_w(F[f].dt, shapes[s][0], shapes[s][1], shapes[s][2], F[f].sk, F[f].aq, s != 1);
@@ -132,7 +132,7 @@ static void test_matmul(void) {
             if (cpu->upload) cpu->upload(cpu, &wc);
             CHECKF(gpu->upload(gpu, &wg) == 0, "upload: %s", dl_errmsg());
             const int odd = shapes[s][1] % 32 != 0;
-            for (int mi = 0; mi < 5; mi++) {
+            for (int mi = 0; mi < 6; mi++) {
                 int M = Ms[mi];
                 kreg_reset_counts();
                 double r = mm_compare(&wc, &wg, M, NULL);
@@ -140,7 +140,7 @@ static void test_matmul(void) {
                 CHECKF(r <= 1e-5, "matmul %s sk=%d aq=%d n=%d k=%d M=%d rel %.3g", dt_name(F[f].dt), F[f].sk, F[f].aq,
                        shapes[s][0], shapes[s][1], M, r);
                 if (!odd && s == 0) {
-                    const char *want = M <= 8 ? F[f].gemv : F[f].gemm;
+                    const char *want = M <= 32 ? F[f].gemv : F[f].gemm;
                     CHECKF(kreg_count(want) == 1, "kernel %s did not run (M=%d)", want, M);
                 }
             }

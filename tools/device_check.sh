@@ -55,7 +55,7 @@ fi
 
 if want gate; then
   echo "== opcode gate (PTX + SASS) =="
-  timeout 90 tools/gpu_gate.sh --sass $B/dotlm_gpu_bench > "$OUT/gate.log" 2>&1; rc=$?
+  timeout 240 tools/gpu_gate.sh --sass $B/dotlm_gpu_bench > "$OUT/gate.log" 2>&1; rc=$?
   tail -4 "$OUT/gate.log"; note "gate rc=$rc: $(tail -1 "$OUT/gate.log")"
 fi
 
@@ -97,10 +97,12 @@ if want hybrid; then
   echo "== Qwen3.5-27B shapes, FP8 block =="
   d=/dev/shm/q27
   if timeout 240 python3 tools/make_bench_model.py "$d" --preset qwen3.5-27b --format fp8-block > "$OUT/gen27.log" 2>&1; then
-    timeout 150 $B/dotlm bench --model "$d" --backend cuda --prompt-len 4096 --gen 32 > "$OUT/e2e_27b.log" 2>&1
-    note "27B fp8: $(grep -E "^prompt|^decode|decode at" "$OUT/e2e_27b.log" | tr '\n' ' ' | cut -c1-260)"
-    DOTLM_GPU_PROFILE=1 timeout 150 $B/dotlm bench --model "$d" --backend cuda --prompt-len 64 --gen 16 > "$OUT/prof_27b.log" 2>&1
-    sed -n '/GPU profile/,$p' "$OUT/prof_27b.log" | head -30
+    if [ -z "${HYB_PROFILE_ONLY:-}" ]; then
+      timeout 150 $B/dotlm bench --model "$d" --backend cuda --prompt-len 4096 --gen 32 > "$OUT/e2e_27b.log" 2>&1
+      note "27B fp8: $(grep -E "^prompt|^decode|decode at" "$OUT/e2e_27b.log" | tr '\n' ' ' | cut -c1-260)"
+    fi
+    DOTLM_GPU_PROFILE=1 timeout 150 $B/dotlm bench --model "$d" --backend cuda --prompt-len 64 --gen 32 > "$OUT/prof_27b.log" 2>&1
+    sed -n '/GPU profile/,$p' "$OUT/prof_27b.log" | head -34
   else note "27B: generation failed: $(tail -2 "$OUT/gen27.log")"; fi
   rm -rf "$d"
 fi

@@ -65,6 +65,11 @@ static kreg_kernel K_ADD_RMS = KREG_KERNEL(KN("add_rmsnorm"), "residual add + RM
 static kreg_kernel K_QKROPE = KREG_KERNEL(KN("qk_rope_kv"), "q/k RMSNorm + RoPE + KV-cache write in one launch");
 
 #define GEMV_MAX_M 8
+/* Batches up to this many rows (a server's decode steps) also go through the
+ * GEMV, GEMV_MAX_M rows per launch: streaming the weights M/8 times beats a
+ * 128-row GEMM tile that is mostly empty, and a row's result is the same as
+ * in a batch of one (the GEMV order does not depend on M). */
+#define GEMV_BATCH_M 32
 
 typedef struct {
     gk_weight g;
@@ -493,8 +498,12 @@ static int prep_act(gpu_impl *g, gpu_act *a, const float *x, const dl_weight *w,
 static void matmul_prepared(gpu_impl *g, float *y, const gpu_act *a, const dl_weight *w, int M) {
     const gk_weight *gk = &((const gpu_weight *)w->dev)->g;
     if (is_w8a8(w)) {
-        if (M <= GEMV_MAX_M && gk_int8_gemv_ok(gk) && use(g, &K_I8_GEMV))
-            TIMED(g, &K_I8_GEMV, gk_int8_gemv(g->stream, y, a->xq, a->xs, gk, M, a->kp));
+        if (M <= GEMV_BATCH_M && gk_int8_gemv_ok(gk) && use(g, &K_I8_GEMV))
+            for (int r0 = 0; r0 < M; r0 += GEMV_MAX_M) {
+                const int m = M - r0 < GEMV_MAX_M ? M - r0 : GEMV_MAX_M;
+                TIMED(g, &K_I8_GEMV, gk_int8_gemv(g->stream, y + (size_t)r0 * gk->n, a->xq + (size_t)r0 * a->kp,
+                                                  a->xs + r0, gk, m, a->kp));
+            }
         else if (gk_int8_gemm_ok(gk) && use(g, &K_I8_GEMM))
             TIMED(g, &K_I8_GEMM, gk_int8_gemm(g->stream, y, a->xq, a->xs, gk, M, a->kp));
         else
@@ -504,14 +513,18 @@ static void matmul_prepared(gpu_impl *g, float *y, const gpu_act *a, const dl_we
     const float *x = a->x;
     const int s = dt_slot(w->dtype);
     /* the fast kernels read x rows as 16-byte vectors */
-    const int xal = ((uintptr_t)x & 15) == 0;
-    if (xal && M <= GEMV_MAX_M && gk_gemv_ok(gk)) {
-        if (w->dtype == DT_F8E4M3 && g->dot2 && use(g, &K_DOT2)) { /* e5m2 products overflow fp16 */
-            TIMED(g, &K_DOT2, gk_gemv_fp8_dot2(g->stream, y, x, gk, M));
-            return;
-        }
-        if (use(g, &K_GEMV[s])) {
-            TIMED(g, &K_GEMV[s], gk_gemv(g->stream, y, x, gk, M));
+    const int xal = ((uintptr_t)x & 15) == 0 && (M <= GEMV_MAX_M || (w->k & 3) == 0);
+    if (xal && M <= GEMV_BATCH_M && gk_gemv_ok(gk)) {
+        const int dot2 = w->dtype == DT_F8E4M3 && g->dot2; /* e5m2 products overflow fp16 */
+        kreg_kernel *kk = dot2 ? &K_DOT2 : &K_GEMV[s];
+        if (use(g, kk)) {
+            for (int r0 = 0; r0 < M; r0 += GEMV_MAX_M) {
+                const int m = M - r0 < GEMV_MAX_M ? M - r0 : GEMV_MAX_M;
+                float *yc = y + (size_t)r0 * gk->n;
+                const float *xc = x + (size_t)r0 * gk->k;
+                if (dot2) TIMED(g, kk, gk_gemv_fp8_dot2(g->stream, yc, xc, gk, m));
+                else TIMED(g, kk, gk_gemv(g->stream, yc, xc, gk, m));
+            }
             return;
         }
     }
@@ -558,20 +571,30 @@ static void gpu_matmul_n(dl_backend *be, float *const *ys, const float *x, const
     gpu_act a;
     if (prep_act(g, &a, x, ws[0], M)) return;
     for (int i = 0; i < n; i++) qc_written(g, ys[i]); /* launches below are ordered after the reads */
-    if (n > 1 && M <= GEMV_MAX_M && !(ws[0]->dtype == DT_F8E4M3 && g->dot2)) {
+    if (n > 1 && M <= GEMV_BATCH_M && !(ws[0]->dtype == DT_F8E4M3 && g->dot2)) {
         gk_multi mw = {.count = n};
         for (int i = 0; i < n; i++) {
             mw.w[i] = ((const gpu_weight *)ws[i]->dev)->g;
             mw.y[i] = ys[i];
         }
+        const int64_t K = ws[0]->k;
         if (is_w8a8(ws[0])) {
             if (gk_int8_gemv_multi_ok(&mw) && kreg_enabled(&K_I8_GEMV) && use(g, &K_I8_MULTI)) {
-                TIMED(g, &K_I8_MULTI, gk_int8_gemv_multi(g->stream, &mw, a.xq, a.xs, M, a.kp));
+                for (int r0 = 0; r0 < M; r0 += GEMV_MAX_M) {
+                    const int m = M - r0 < GEMV_MAX_M ? M - r0 : GEMV_MAX_M;
+                    for (int i = 0; i < n; i++) mw.y[i] = ys[i] + (size_t)r0 * mw.w[i].n;
+                    TIMED(g, &K_I8_MULTI, gk_int8_gemv_multi(g->stream, &mw, a.xq + (size_t)r0 * a.kp, a.xs + r0,
+                                                             m, a.kp));
+                }
                 return;
             }
-        } else if (((uintptr_t)a.x & 15) == 0 && gk_gemv_multi_ok(&mw) && kreg_enabled(&K_GEMV[dt_slot(ws[0]->dtype)]) &&
-                   use(g, &K_MULTI)) {
-            TIMED(g, &K_MULTI, gk_gemv_multi(g->stream, &mw, a.x, M));
+        } else if (((uintptr_t)a.x & 15) == 0 && (M <= GEMV_MAX_M || (K & 3) == 0) && gk_gemv_multi_ok(&mw) &&
+                   kreg_enabled(&K_GEMV[dt_slot(ws[0]->dtype)]) && use(g, &K_MULTI)) {
+            for (int r0 = 0; r0 < M; r0 += GEMV_MAX_M) {
+                const int m = M - r0 < GEMV_MAX_M ? M - r0 : GEMV_MAX_M;
+                for (int i = 0; i < n; i++) mw.y[i] = ys[i] + (size_t)r0 * mw.w[i].n;
+                TIMED(g, &K_MULTI, gk_gemv_multi(g->stream, &mw, a.x + (size_t)r0 * K, m));
+            }
             return;
         }
     }
@@ -782,3 +805,7 @@ dl_backend *gpu_backend_create(const char *name) {
 const gk_weight *gpu_weight_view(const dl_weight *w) { return w->dev ? &((const gpu_weight *)w->dev)->g : NULL; }
 
 void *gpu_backend_stream(dl_backend *be) { return IMPL(be)->stream; }
+
+void gpu_backend_op(dl_backend *be) { IMPL(be)->qc_valid = 0; }
+
+gpu_prof *gpu_backend_prof(dl_backend *be) { return IMPL(be)->prof; }

@@ -14,3 +14,10 @@ dl_backend *gpu_backend_create(const char *name);
  * backend's stream (launchers in gpu_kernels.h take it). */
 const gk_weight *gpu_weight_view(const dl_weight *w);
 void *gpu_backend_stream(dl_backend *be);
+
+/* For ops installed by other GPU modules (gpu_gdn.c): every op calls
+ * gpu_backend_op() first (it drops state that is valid only until the next
+ * op, such as a norm's cached int8 codes), and brackets its launches with
+ * GPU_PROF(gpu_backend_prof(be), name, ...) (gpu_prof.h). */
+void gpu_backend_op(dl_backend *be);
+struct gpu_prof *gpu_backend_prof(dl_backend *be);

@@ -9,6 +9,7 @@
  * sync() also reports errors of these void ops; destroy() frees the record.
  * Kernels are in k_gdn.cu. */
 #include "backend/gpu/gpu_gdn.h"
+#include "backend/gpu/gpu_prof.h"
 
 #include <assert.h>
 #include <pthread.h>
@@ -295,14 +296,16 @@ static const gk_weight *wview(gdn_side *s, const dl_weight *w, const char *op) {
 
 static void op_copy2d(dl_backend *be, float *dst, int dst_ld, const float *src, int src_ld, int rows, int cols) {
     if (rows <= 0 || cols <= 0) return;
+    gpu_backend_op(be);
     kreg_hit(&K_COPY);
-    gk_copy2d(gpu_backend_stream(be), dst, dst_ld, src, src_ld, rows, cols);
+    GPU_PROF(gpu_backend_prof(be), K_COPY.name, gk_copy2d(gpu_backend_stream(be), dst, dst_ld, src, src_ld, rows, cols));
 }
 
 static void op_sigmoid_mul(dl_backend *be, float *y, const float *gate, size_t n) {
     if (!n) return;
+    gpu_backend_op(be);
     kreg_hit(&K_SIGM);
-    gk_sigmoid_mul(gpu_backend_stream(be), y, gate, n);
+    GPU_PROF(gpu_backend_prof(be), K_SIGM.name, gk_sigmoid_mul(gpu_backend_stream(be), y, gate, n));
 }
 
 static void op_conv1d_silu(dl_backend *be, float *y, const float *x, const dl_weight *w, float *state, int C) {
@@ -314,14 +317,17 @@ static void op_conv1d_silu(dl_backend *be, float *y, const float *x, const dl_we
         side_err(s, "conv1d_silu: kernel length must be 1..16 and the weight must have C rows");
         return;
     }
+    gpu_backend_op(be);
     kreg_hit(&K_CONV);
-    gk_gdn_conv1d_silu(s->stream, y, x, g->data, g->dtype, g->ld, (int)g->k, state, C, &s->kb);
+    GPU_PROF(gpu_backend_prof(be), K_CONV.name,
+             gk_gdn_conv1d_silu(s->stream, y, x, g->data, g->dtype, g->ld, (int)g->k, state, C, &s->kb));
 }
 
 static void op_l2norm(dl_backend *be, float *x, int rows, int d, float eps, float scale) {
     if (rows <= 0 || d <= 0) return;
+    gpu_backend_op(be);
     kreg_hit(&K_L2);
-    gk_gdn_l2norm(gpu_backend_stream(be), x, rows, d, eps, scale);
+    GPU_PROF(gpu_backend_prof(be), K_L2.name, gk_gdn_l2norm(gpu_backend_stream(be), x, rows, d, eps, scale));
 }
 
 static void op_gdn_gates(dl_backend *be, float *g, float *beta, const float *a, const float *b,
@@ -330,8 +336,10 @@ static void op_gdn_gates(dl_backend *be, float *g, float *beta, const float *a, 
     if (!s || s->kb.ntok <= 0 || Hv <= 0) return;
     const gk_weight *wa = wview(s, A_log, "gdn_gates"), *wb = wview(s, dt_bias, "gdn_gates");
     if (!wa || !wb) return;
+    gpu_backend_op(be);
     kreg_hit(&K_GATES);
-    gk_gdn_gates(s->stream, g, beta, a, b, wa->data, wa->dtype, wb->data, wb->dtype, s->kb.ntok, Hv);
+    GPU_PROF(gpu_backend_prof(be), K_GATES.name,
+             gk_gdn_gates(s->stream, g, beta, a, b, wa->data, wa->dtype, wb->data, wb->dtype, s->kb.ntok, Hv));
 }
 
 /* The chunked form's workspace for Hv heads of the current batch; 0, or -1
@@ -370,18 +378,23 @@ static void op_gdn(dl_backend *be, float *out, const float *q, const float *k, c
         side_err(s, "gdn: need Hv a multiple of Hk and head sizes 1..256");
         return;
     }
+    gpu_backend_op(be);
     const gk_gdn_batch *kb = &s->kb;
     int nrec = kb->ngrp;
     if (kb->nlong > 0 && Dk <= GK_GDN_CHUNK_MAXDK && kreg_enabled(&K_CHUNK) && !ensure_ws(s, Hv)) {
         assert(kb->nch >= kb->nlong && kb->nlong <= kb->ngrp && kb->nch <= kb->ntok);
-        if (!gk_gdn_chunked(s->stream, out, q, k, v, g, beta, state, s->d_ws, Hk, Hv, Dk, Dv, kb, s->bv)) {
+        int rc = 0;
+        GPU_PROF(gpu_backend_prof(be), K_CHUNK.name,
+                 rc = gk_gdn_chunked(s->stream, out, q, k, v, g, beta, state, s->d_ws, Hk, Hv, Dk, Dv, kb, s->bv));
+        if (!rc) {
             kreg_hit(&K_CHUNK);
             nrec = kb->ngrp - kb->nlong;
         }
     }
     if (nrec > 0) {
         kreg_hit(&K_REC);
-        gk_gdn_recurrent(s->stream, out, q, k, v, g, beta, state, Hk, Hv, Dk, Dv, kb, nrec);
+        GPU_PROF(gpu_backend_prof(be), K_REC.name,
+                 gk_gdn_recurrent(s->stream, out, q, k, v, g, beta, state, Hk, Hv, Dk, Dv, kb, nrec));
     }
 }
 
@@ -391,8 +404,9 @@ static void op_gated_rmsnorm(dl_backend *be, float *y, const float *x, const flo
     if (!s || rows <= 0 || d <= 0) return;
     const gk_weight *g = wview(s, w, "gated_rmsnorm");
     if (!g) return;
+    gpu_backend_op(be);
     kreg_hit(&K_GRMS);
-    gk_gdn_gated_rmsnorm(s->stream, y, x, z, g->data, g->dtype, rows, d, eps);
+    GPU_PROF(gpu_backend_prof(be), K_GRMS.name, gk_gdn_gated_rmsnorm(s->stream, y, x, z, g->data, g->dtype, rows, d, eps));
 }
 
 int gpu_gdn_tune(dl_backend *be, int chunk_min, int bv) {
