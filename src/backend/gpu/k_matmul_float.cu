@@ -593,14 +593,15 @@ static void gv_un(const gv_call &c) {
 }
 
 /* Rows per warp: knob r1 (M = 1) / rm (M > 1); 0 = per format: fp8 4 rows
- * at M = 1 (measured on the H200, 2026-11-30: 66/66/55% of copy bandwidth
- * on 5120x17408 / 17408x5120 / 6144x5120 against 66/59/52% with 2), other
+ * (measured on the H200, 2026-11-30, % of copy bandwidth on 5120x17408 /
+ * 17408x5120 / 6144x5120: M = 1 66/66/55 against 66/59/52 with 2 rows;
+ * M = 2 47/53/43 against 27/36/27; M = 8 13/17/14 against 7/10/8), other
  * 8-bit weights 2 rows, 16/32-bit weights 1 row at M = 1 (most bytes in
  * flight) and 4 at M > 1 (each activation load shared by 4 rows). */
 template <int DT, int MR>
 static void gv_rows(const gv_call &c) {
     int r = MR == 1 ? c.cfg.r1 : c.cfg.rm;
-    if (!r) r = dl_wt<DT>::VEC >= 16 ? (MR == 1 && dl_is_fp8(DT) ? 4 : 2) : (MR == 1 ? 1 : 4);
+    if (!r) r = dl_wt<DT>::VEC >= 16 ? (dl_is_fp8(DT) ? 4 : 2) : (MR == 1 ? 1 : 4);
     if (r == 4) return gv_un<DT, MR, 4>(c);
     if constexpr (MR == 1) {
         if (r == 1) return gv_un<DT, 1, 1>(c);
