@@ -130,6 +130,7 @@ int cmd_serve(int argc, char **argv) {
     srv_server *srv = NULL;
     if (!m) goto out;
     sc.ctx = o.ctx;
+    sc.kv_dtype = o.kv_dtype == DT_COUNT ? engine_kv_default(be) : o.kv_dtype;
     if (!sc.ctx) sc.ctx = m->cfg.max_pos > 0 && m->cfg.max_pos < 4096 ? m->cfg.max_pos : 4096;
     if (m->cfg.max_pos > 0 && sc.ctx > m->cfg.max_pos) {
         fprintf(stderr, "dotlm serve: --ctx %d exceeds the model's max_position_embeddings %d\n", sc.ctx,

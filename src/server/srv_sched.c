@@ -331,7 +331,11 @@ srv_sched *sched_create(dl_model *m, const tok_tokenizer *tk, const srv_sched_op
     if (s->o.step_tokens < s->o.max_seqs) s->o.step_tokens = s->o.max_seqs;
     const int bs = 16;
     int blocks = s->o.kv_blocks > 0 ? s->o.kv_blocks : s->o.max_seqs * ((s->o.ctx + bs - 1) / bs);
-    dl_dtype kvt = strcmp(m->be->name, "cpu") ? DT_F16 : DT_F32;
+    dl_dtype kvt = s->o.kv_dtype;
+    if (kvt != DT_F32 && kvt != DT_F16) {
+        free(s);
+        return dl_err("KV cache type must be f32 or f16"), NULL;
+    }
     s->V = model_vocab(m);
     s->nvalid = m->cfg.vocab < s->V ? m->cfg.vocab : s->V;
     if (tk && tok_vocab_size(tk) < s->nvalid) s->nvalid = tok_vocab_size(tk);

@@ -76,6 +76,7 @@ typedef struct {
     int step_tokens;  /* tokens per forward step (>= max_seqs) */
     int kv_blocks;    /* 0 = max_seqs * ctx / block */
     int prefix_cache; /* reuse prompt blocks */
+    dl_dtype kv_dtype; /* KV cache: DT_F32 or DT_F16 (the CLI passes the backend's default) */
 } srv_sched_opts;
 
 enum { SCHED_OK = 0, SCHED_FULL = 1, SCHED_CLOSED = 2 };
