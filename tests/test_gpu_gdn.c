@@ -48,23 +48,12 @@ static void get(dl_backend *be, float *h, const float *d, size_t n) {
     CHECKF(be->to_host(be, h, d, n * 4) == 0, "%s to_host: %s", be->name, dl_errmsg());
 }
 
-static double rel_err(const float *a, const float *b, size_t n) {
-    double mx = 0, e = 0;
-    for (size_t i = 0; i < n; i++) {
-        mx = fmax(mx, fabs((double)b[i]));
-        double d = fabs((double)a[i] - (double)b[i]);
-        if (d != d) return INFINITY;
-        e = fmax(e, d);
-    }
-    return e / (mx > 0 ? mx : 1e-30);
-}
-
 /* Compare buffer dc (cpu) with dg (gpu), n floats. */
 static double cmp(const float *dc, const float *dg, size_t n) {
     float *hc = malloc(n * 4 + 4), *hg = malloc(n * 4 + 4);
     get(cpu, hc, dc, n);
     get(gpu, hg, dg, n);
-    double e = rel_err(hg, hc, n);
+    double e = tu_max_rel(hg, hc, n);
     free(hc);
     free(hg);
     return e;
@@ -520,7 +509,7 @@ static double gt_cross(const gplan *PA, const gres *RA, const gplan *PB, const g
             n++;
         }
     double r = n ? e / (mx > 0 ? mx : 1e-30) : INFINITY;
-    double es = rel_err(RA->state + hds, RB->state + hds, 2 * hds); /* slots 1, 2 */
+    double es = tu_max_rel(RA->state + hds, RB->state + hds, 2 * hds); /* slots 1, 2 */
     return fmax(r, es);
 }
 
@@ -593,11 +582,11 @@ static void test_gdn_chunked(int Hk, int Hv, int Dk, int Dv, int chunk_min, int 
         double eoc = 0, eor = 0;
         for (int f = 0; f < P[i].nf; f++) {
             const size_t nv = (size_t)P[i].B[f].b.ntok * Hv * Dv;
-            eoc = fmax(eoc, rel_err(Rg[i].out[f], Rc[i].out[f], nv));
-            eor = fmax(eor, rel_err(Rg[i].out[f], Rr[i].out[f], nv));
+            eoc = fmax(eoc, tu_max_rel(Rg[i].out[f], Rc[i].out[f], nv));
+            eor = fmax(eor, tu_max_rel(Rg[i].out[f], Rr[i].out[f], nv));
         }
-        const double esc = rel_err(Rg[i].state, Rc[i].state, sn), esr = rel_err(Rg[i].state, Rr[i].state, sn);
-        const double erc = rel_err(Rr[i].state, Rc[i].state, sn);
+        const double esc = tu_max_rel(Rg[i].state, Rc[i].state, sn), esr = tu_max_rel(Rg[i].state, Rr[i].state, sn);
+        const double erc = tu_max_rel(Rr[i].state, Rc[i].state, sn);
         printf("gdn chunked Hk=%d Hv=%d Dk=%d Dv=%d min=%d bv=%d %-16s: vs cpu out %.3g state %.3g, vs gpu "
                "recurrence out %.3g state %.3g (chunked launches %llu)\n",
                Hk, Hv, Dk, Dv, chunk_min, bv, plans[i].name, eoc, esc, eor, esr, (unsigned long long)(c1 - c0));
@@ -690,7 +679,7 @@ static void bench_gdn(void) {
             get(gpu, m ? o : ref, dout, nv);
             printf("bench gdn %d x %d tokens, Hk=%d Hv=%d Dk=%d Dv=%d, %-14s: %8.3f ms  (%.0f tok/s)", ns, T / ns, Hk,
                    Hv, Dk, Dv, names[m], ms, T / (ms * 1e-3));
-            if (m) printf("  rel err vs recurrence %.3g", rel_err(o, ref, nv));
+            if (m) printf("  rel err vs recurrence %.3g", tu_max_rel(o, ref, nv));
             printf("\n");
             kreg_reset_switches();
         }

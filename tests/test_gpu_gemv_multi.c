@@ -252,17 +252,6 @@ static void free_h(float **h, int count) {
     for (int i = 0; i < count; i++) free(h[i]);
 }
 
-static double rel_err(const float *a, const float *b, size_t n) {
-    double mx = 0, e = 0;
-    for (size_t i = 0; i < n; i++) {
-        mx = fmax(mx, fabs((double)b[i]));
-        double d = fabs((double)a[i] - (double)b[i]);
-        if (d != d) return INFINITY;
-        e = fmax(e, d);
-    }
-    return e / (mx > 0 ? mx : 1e-30);
-}
-
 /* Single vs multi launch bitwise, guards intact, and single vs the CPU
  * backend within 1e-5 (random codes only: the CPU reads e4m3 NaN codes as
  * NaN). Returns the single-launch outputs (caller frees) in ref. */
@@ -282,7 +271,7 @@ static void check_job(job *j, const char *what, int vs_cpu, float **ref) {
         if (vs_cpu) {
             float *yc = malloc(ny * 4);
             cpu->matmul(cpu, yc, j->x, &j->w[i], j->M);
-            double r = rel_err(hs[i], yc, ny);
+            double r = tu_max_rel(hs[i], yc, ny);
             CHECKF(r <= 1e-5, "%s %s M=%d weight %d vs CPU: rel %.3g", what, j->f->name, j->M, i, r);
             free(yc);
         }

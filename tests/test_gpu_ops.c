@@ -39,17 +39,6 @@ static void dget(float *h, const float *d, size_t n) {
     CHECKF(gpu->to_host(gpu, h, d, n * 4) == 0, "to_host: %s", dl_errmsg());
 }
 
-static double rel_err(const float *a, const float *b, size_t n) {
-    double mx = 0, e = 0;
-    for (size_t i = 0; i < n; i++) {
-        mx = fmax(mx, fabs((double)b[i]));
-        double d = fabs((double)a[i] - (double)b[i]);
-        if (d != d) return INFINITY;
-        e = fmax(e, d);
-    }
-    return e / (mx > 0 ? mx : 1e-30);
-}
-
 /* Random weight in any format; data/scale/bias owned by the caller (free_w). */
 static dl_weight make_w(dl_dtype dt, int64_t n, int64_t k, int64_t ld, dl_wscale sk, dl_actq aq, int bias) {
     size_t cnt = (size_t)n * ld, es = dt_size(dt);
@@ -96,7 +85,7 @@ static double mm_compare(dl_weight *wc, dl_weight *wg, int M, float *yg_out) {
     float *dx = dput(x, nx), *dy = gpu->alloc(gpu, ny * 4);
     gpu->matmul(gpu, dy, dx, wg, M);
     dget(yg, dy, ny);
-    double r = rel_err(yg, yc, ny);
+    double r = tu_max_rel(yg, yc, ny);
     gpu->free(gpu, dx);
     gpu->free(gpu, dy);
     free(x);
@@ -256,8 +245,8 @@ static void test_embed_norm(void) {
             float *dx = dput(x, 5 * 300);
             gpu->rmsnorm(gpu, dx, dx, &ng, 5, d, 1e-6f, zc);
             dget(og, dx, 5 * 300);
-            CHECKF(rel_err(og, oc, 5 * 300) <= 1e-6, "rmsnorm %s zc=%d rel %.3g", dt_name(T[t]), zc,
-                   rel_err(og, oc, 5 * 300));
+            CHECKF(tu_max_rel(og, oc, 5 * 300) <= 1e-6, "rmsnorm %s zc=%d rel %.3g", dt_name(T[t]), zc,
+                   tu_max_rel(og, oc, 5 * 300));
             gpu->free(gpu, dx);
         }
         gpu->free(gpu, dy);
@@ -298,7 +287,7 @@ static void test_rope(void) {
         float *dx = dput(x, sizeof x / 4);
         gpu->rope(gpu, dx, nh, hd, &r);
         dget(xg, dx, sizeof x / 4);
-        double e = rel_err(xg, xc, sizeof x / 4);
+        double e = tu_max_rel(xg, xc, sizeof x / 4);
         CHECKF(e <= 2e-6, "rope rot=%d rel %.3g", rot, e);
         gpu->free(gpu, dx);
     }
@@ -312,7 +301,7 @@ static void test_elementwise(void) {
     cpu->silu_mul(cpu, c1, a, b, n);
     gpu->silu_mul(gpu, dc, da, db, n);
     dget(c2, dc, n);
-    CHECKF(rel_err(c2, c1, n) <= 1e-5, "silu_mul %.3g", rel_err(c2, c1, n));
+    CHECKF(tu_max_rel(c2, c1, n) <= 1e-5, "silu_mul %.3g", tu_max_rel(c2, c1, n));
     memcpy(c1, a, n * 4);
     cpu->add(cpu, c1, b, n);
     gpu->add(gpu, da, db, n);
@@ -324,7 +313,7 @@ static void test_elementwise(void) {
         cpu->sigmoid_mul(cpu, c1, b, n);
         gpu->sigmoid_mul(gpu, dc, db, n);
         dget(c2, dc, n);
-        CHECKF(rel_err(c2, c1, n) <= 1e-5, "sigmoid_mul %.3g", rel_err(c2, c1, n));
+        CHECKF(tu_max_rel(c2, c1, n) <= 1e-5, "sigmoid_mul %.3g", tu_max_rel(c2, c1, n));
     }
     /* gather 3 rows of width 100 from a 50x100 matrix; copy2d a 20x30 window */
     int32_t idx[3] = {49, 0, 17};
@@ -458,11 +447,11 @@ static void test_attention(int nh, int nkv, int hd, dl_dtype dt) {
         fill(q, nt * qw, 2.0f), fill(k, nt * kw, 1.0f), fill(v, nt * kw, 1.0f);
         float *dq = dput(q, nt * qw), *dk = dput(k, nt * kw), *dv = dput(v, nt * kw), *dout = gpu->alloc(gpu, nt * qw * 4);
         attn_both(&cc, &cg, &b, nh, q, k, v, dq, dk, dv, dout, oc, og);
-        double e = rel_err(og, oc, nt * qw);
+        double e = tu_max_rel(og, oc, nt * qw);
         CHECKF(e <= 2e-5, "attention nh=%d nkv=%d hd=%d %s ntok=%d rel %.3g", nh, nkv, hd, dt_name(dt), nt, e);
         if (nt <= 8) { /* tiled kernel on the same decode batch */
             attn_tiled(&cg, nh, nt, dq, dout, og);
-            CHECKF(rel_err(og, oc, nt * qw) <= 2e-5, "tiled attention on decode batch");
+            CHECKF(tu_max_rel(og, oc, nt * qw) <= 2e-5, "tiled attention on decode batch");
         }
         gpu->free(gpu, dq), gpu->free(gpu, dk), gpu->free(gpu, dv), gpu->free(gpu, dout);
         free(q), free(k), free(v), free(oc), free(og);
@@ -535,7 +524,7 @@ static void test_attention_long(int nh, int nkv, int hd, dl_dtype dt) {
         gpu->from_host(gpu, dv, v, nt * kw * 4);
         dl_batch b = {nt, tok, seq, pos};
         attn_both(&cc, &cg, &b, nh, q, k, v, dq, dk, dv, dout, oc, og);
-        double e = rel_err(og, oc, nt * qw);
+        double e = tu_max_rel(og, oc, nt * qw);
         CHECKF(e <= 2e-5, "long attention nh=%d nkv=%d hd=%d %s batch %d rel %.3g", nh, nkv, hd, dt_name(dt), bi, e);
         if (nt > 8) continue;
         for (int i = 0; i < nt; i++) {
@@ -549,7 +538,7 @@ static void test_attention_long(int nh, int nkv, int hd, dl_dtype dt) {
             }
         }
         attn_tiled(&cg, nh, nt, dq, dout, og);
-        e = rel_err(og, oc, nt * qw);
+        e = tu_max_rel(og, oc, nt * qw);
         CHECKF(e <= 2e-5, "long tiled attention nh=%d hd=%d %s batch %d rel %.3g", nh, hd, dt_name(dt), bi, e);
     }
     gpu->free(gpu, dq), gpu->free(gpu, dk), gpu->free(gpu, dv), gpu->free(gpu, dout);

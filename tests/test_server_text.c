@@ -8,6 +8,7 @@
 #include "server/srv_int.h"
 #include "server/srv_stop.h"
 #include "server/srv_toolparse.h"
+#include "srv_acc.h"
 #include "testutil.h"
 
 static uint64_t rng;
@@ -82,36 +83,6 @@ static void test_stop(void) {
 }
 
 /* ---- tool calls and reasoning ---- */
-typedef struct {
-    srv_buf content, reasoning, names, args;
-    int ncalls, bad_index, broken;
-} acc;
-
-static void take(acc *a, srv_parse_out *o) {
-    sb_add(&a->content, o->content.p ? o->content.p : "", o->content.n);
-    sb_add(&a->reasoning, o->reasoning.p ? o->reasoning.p : "", o->reasoning.n);
-    /* args: "|" before each call's arguments, fragments joined */
-    for (int i = 0; i < o->n_tools; i++) {
-        const srv_tool_delta *t = &o->tools[i];
-        if (t->name) {
-            if (t->index != a->ncalls) a->bad_index++;
-            sb_printf(&a->names, "%s;", t->name);
-            sb_adds(&a->args, "|");
-            a->ncalls++;
-        } else if (t->index != a->ncalls - 1) a->bad_index++;
-        sb_add(&a->args, t->args.p ? t->args.p : "", t->args.n);
-    }
-    a->broken += o->n_broken;
-    srv_parse_out_reset(o);
-}
-
-static void acc_free(acc *a) {
-    sb_free(&a->content);
-    sb_free(&a->reasoning);
-    sb_free(&a->names);
-    sb_free(&a->args);
-}
-
 static int has_tag(const char *s) {
     return strstr(s, "<think>") || strstr(s, "</think>") || strstr(s, "<tool_call>") || strstr(s, "</tool_call>");
 }

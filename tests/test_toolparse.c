@@ -11,40 +11,11 @@
 #include <string.h>
 
 #include "server/srv_toolparse.h"
+#include "srv_acc.h"
 #include "testutil.h"
 
 static uint64_t rng;
 static int rnd(int n) { return (int)(tu_rand_u64(&rng) % (uint64_t)n); }
-
-/* What the deltas add up to. args: "|" before each call, its fragments joined. */
-typedef struct {
-    srv_buf content, reasoning, names, args;
-    int ncalls, bad_index, broken, heads_with_args;
-} acc;
-
-static void take(acc *a, srv_parse_out *o) {
-    sb_add(&a->content, o->content.p ? o->content.p : "", o->content.n);
-    sb_add(&a->reasoning, o->reasoning.p ? o->reasoning.p : "", o->reasoning.n);
-    for (int i = 0; i < o->n_tools; i++) {
-        const srv_tool_delta *t = &o->tools[i];
-        if (t->name) {
-            if (t->index != a->ncalls) a->bad_index++;
-            sb_printf(&a->names, "%s;", t->name);
-            sb_adds(&a->args, "|");
-            a->ncalls++;
-        } else if (t->index != a->ncalls - 1) a->bad_index++;
-        sb_add(&a->args, t->args.p ? t->args.p : "", t->args.n);
-    }
-    a->broken += o->n_broken;
-    srv_parse_out_reset(o);
-}
-
-static void acc_free(acc *a) {
-    sb_free(&a->content);
-    sb_free(&a->reasoning);
-    sb_free(&a->names);
-    sb_free(&a->args);
-}
 
 static int buf_eq(const srv_buf *a, const srv_buf *b) {
     return a->n == b->n && (!a->n || !memcmp(a->p, b->p, a->n));
