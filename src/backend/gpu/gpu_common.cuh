@@ -142,6 +142,30 @@ template <> struct dl_wt<DT_I8> {
     }
 };
 
+/* Block-wide max of v (>= 0; NaN ignored as fmaxf does); order-independent,
+ * so deterministic. red: >= blockDim.x / DL_WARP floats of shared memory;
+ * all threads call it and get the result. */
+static __device__ __forceinline__ float dl_block_max(float v, float *red) {
+    v = dl_warp_max(v);
+    const int lane = threadIdx.x % DL_WARP, wid = threadIdx.x / DL_WARP;
+    __syncthreads();
+    if (lane == 0) red[wid] = v;
+    __syncthreads();
+    float r = 0.0f;
+    for (int i = 0; i < (int)(blockDim.x / DL_WARP); i++) r = fmaxf(r, red[i]);
+    return r;
+}
+
+/* The W8A8 activation code of v at scale s, as quant/actq.c defines it:
+ * round half even, clamp to +-127, NaN -> -127; the byte, zero-extended.
+ * Every kernel that quantizes activations uses this one definition. */
+static __device__ __forceinline__ uint32_t dl_q8(float v, float s) {
+    float r = rintf(v / s);
+    if (!(r >= -127.0f)) r = -127.0f;
+    if (r > 127.0f) r = 127.0f;
+    return (uint32_t)((int)r & 255);
+}
+
 static inline int dl_is_fp8(int dt) { return dt == DT_F8E4M3 || dt == DT_F8E5M2; }
 
 /* prmt.b32 in its generic mode: result byte i is byte (s >> 4i) & 7 of the

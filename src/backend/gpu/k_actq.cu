@@ -10,29 +10,10 @@
 #define AQ_T 256
 #define AQ_T8 1024 /* int8: one row per block, wide so M = 1 is not latency-bound */
 
-/* Block-wide max of v (>= 0); order-independent, so deterministic. */
-static __device__ float block_max(float v, float *red) {
-    v = dl_warp_max(v);
-    const int lane = threadIdx.x % DL_WARP, wid = threadIdx.x / DL_WARP;
-    __syncthreads();
-    if (lane == 0) red[wid] = v;
-    __syncthreads();
-    float r = 0.0f;
-    for (int i = 0; i < (int)(blockDim.x / DL_WARP); i++) r = fmaxf(r, red[i]);
-    return r;
-}
-
 /* int8 quantization of x[m, :]; grid (M, ceil(kp / AQ_CH)): every block
  * recomputes the row's amax (cheap, from L2) and quantizes its own chunk,
  * so a single long row is spread over several SMs. */
 #define AQ_CH (4 * AQ_T8)
-
-static __device__ __forceinline__ int q8(float v, float s) {
-    float r = rintf(v / s);
-    if (!(r >= -127.0f)) r = -127.0f; /* also NaN, as the CPU */
-    if (r > 127.0f) r = 127.0f;
-    return (int)r & 255;
-}
 
 __global__ void __launch_bounds__(AQ_T8)
     dl_k_actq_int8(int8_t *__restrict__ xq, float *__restrict__ xs, const float *__restrict__ x, int k,
@@ -50,7 +31,7 @@ __global__ void __launch_bounds__(AQ_T8)
     } else {
         for (int i = threadIdx.x; i < k; i += blockDim.x) a = fmaxf(a, fabsf(xr[i]));
     }
-    const float amax = block_max(a, red);
+    const float amax = dl_block_max(a, red);
     const float s = amax > 0.0f ? amax / 127.0f : 1.0f;
     uint32_t *q = (uint32_t *)(xq + m * kp); /* kp % 16 == 0: 4-byte aligned rows */
     const int i0 = blockIdx.y * AQ_CH, i1 = min(kp, i0 + AQ_CH);
@@ -65,8 +46,8 @@ __global__ void __launch_bounds__(AQ_T8)
             v2 = i + 2 < k ? xr[i + 2] : 0.0f;
             v3 = i + 3 < k ? xr[i + 3] : 0.0f;
         }
-        q[i / 4] = (uint32_t)q8(v0, s) | ((uint32_t)q8(v1, s) << 8) | ((uint32_t)q8(v2, s) << 16) |
-                   ((uint32_t)q8(v3, s) << 24);
+        q[i / 4] = dl_q8(v0, s) | (dl_q8(v1, s) << 8) | (dl_q8(v2, s) << 16) |
+                   (dl_q8(v3, s) << 24);
     }
     if (blockIdx.y == 0 && threadIdx.x == 0) xs[m] = s;
 }
@@ -97,7 +78,7 @@ __global__ void __launch_bounds__(AQ_T)
     if (!(s > 0.0f)) {
         float a = 0.0f;
         for (int i = g0 + threadIdx.x; i < g1; i += blockDim.x) a = fmaxf(a, fabsf(xr[i]));
-        const float amax = block_max(a, red);
+        const float amax = dl_block_max(a, red);
         s = amax > 0.0f ? amax / 448.0f : 1.0f;
     }
     for (int i = g0 + threadIdx.x; i < g1; i += blockDim.x) xo[m * k + i] = e4m3_round(xr[i] / s) * s;

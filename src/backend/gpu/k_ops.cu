@@ -76,17 +76,6 @@ __global__ void __launch_bounds__(OP_T)
  * elements in order, then block_sum) for the plain and the fused kernel. */
 #define NV4 8 /* float4 chunks per thread: d <= 4 * OP_T * NV4 = 8192 */
 
-static __device__ __forceinline__ float norm_w4(const void *w, int wdt, int i, int zc) { return norm_w(w, wdt, i, zc); }
-
-/* int8 code of v at scale s: the rule of k_actq.cu / quant/actq.c
- * (round half even, clamp +-127, NaN -> -127). */
-static __device__ __forceinline__ uint32_t nq8(float v, float s) {
-    float r = rintf(v / s);
-    if (!(r >= -127.0f)) r = -127.0f;
-    if (r > 127.0f) r = 127.0f;
-    return (uint32_t)((int)r & 255);
-}
-
 template <bool ADD, bool QUANT>
 __global__ void __launch_bounds__(OP_T)
     dl_k_norm_v4(float *x, const float *res, float *y, const void *__restrict__ w, int wdt, int d, float eps, int zc,
@@ -131,10 +120,10 @@ __global__ void __launch_bounds__(OP_T)
         if (c >= n4) continue;
         const int i = 4 * c;
         float4 o;
-        o.x = (v[j].x * inv) * norm_w4(w, wdt, i, zc);
-        o.y = (v[j].y * inv) * norm_w4(w, wdt, i + 1, zc);
-        o.z = (v[j].z * inv) * norm_w4(w, wdt, i + 2, zc);
-        o.w = (v[j].w * inv) * norm_w4(w, wdt, i + 3, zc);
+        o.x = (v[j].x * inv) * norm_w(w, wdt, i, zc);
+        o.y = (v[j].y * inv) * norm_w(w, wdt, i + 1, zc);
+        o.z = (v[j].z * inv) * norm_w(w, wdt, i + 2, zc);
+        o.w = (v[j].w * inv) * norm_w(w, wdt, i + 3, zc);
         yr[c] = o;
         if (QUANT) v[j] = o;
     }
@@ -146,19 +135,14 @@ __global__ void __launch_bounds__(OP_T)
             if (c < n4)
                 a = fmaxf(fmaxf(a, fmaxf(fabsf(v[j].x), fabsf(v[j].y))), fmaxf(fabsf(v[j].z), fabsf(v[j].w)));
         }
-        a = dl_warp_max(a);
-        __syncthreads(); /* red is reused */
-        if (threadIdx.x % DL_WARP == 0) red[threadIdx.x / DL_WARP] = a;
-        __syncthreads();
-        float amax = 0.0f;
-        for (int i = 0; i < (int)(blockDim.x / DL_WARP); i++) amax = fmaxf(amax, red[i]);
+        const float amax = dl_block_max(a, red); /* red is reused: it syncs first */
         const float sc = amax > 0.0f ? amax / 127.0f : 1.0f;
         uint32_t *q = (uint32_t *)(xq + r * kp);
 #pragma unroll
         for (int j = 0; j < NV4; j++) {
             const int c = threadIdx.x + j * OP_T;
             if (c < n4)
-                q[c] = nq8(v[j].x, sc) | nq8(v[j].y, sc) << 8 | nq8(v[j].z, sc) << 16 | nq8(v[j].w, sc) << 24;
+                q[c] = dl_q8(v[j].x, sc) | dl_q8(v[j].y, sc) << 8 | dl_q8(v[j].z, sc) << 16 | dl_q8(v[j].w, sc) << 24;
         }
         for (int c = n4 + threadIdx.x; c < kp / 4; c += blockDim.x) q[c] = 0u;
         if (threadIdx.x == 0) xs[r] = sc;
