@@ -146,6 +146,9 @@ static void mlp_block(model_ws *ws, const model_layer *L, int T, int zc) {
     ws->pending = ws->xn;
 }
 
+/* Qwen3.5 / Qwen3-Next RMSNorms scale by (1 + w). */
+static int zero_centred(const hf_config *c) { return c->arch == ARCH_QWEN3_5 || c->arch == ARCH_QWEN3_NEXT; }
+
 /* logits[n, V] of batch rows rows[0..n) (n <= the logit chunk). */
 static void logits_chunk(model_ws *ws, const int32_t *rows, int n, int zc) {
     const dl_model *m = ws->m;
@@ -162,7 +165,7 @@ static void forward_ops(model_ws *ws, dl_kvcache *kv, int T, const int32_t *logi
     const dl_model *m = ws->m;
     const hf_config *c = &m->cfg;
     dl_backend *be = m->be;
-    int zc = c->arch == ARCH_QWEN3_5 || c->arch == ARCH_QWEN3_NEXT;
+    int zc = zero_centred(c);
     ws->pending = NULL;
     be->embed(be, ws->x, &m->embed);
     for (int l = 0; l < c->n_layers; l++) {
@@ -233,7 +236,7 @@ int model_forward(model_ws *ws, const dl_batch *b, dl_kvcache *kv, const int32_t
     }
     for (int r0 = 0; r0 < n_logits; r0 += chunk) {
         int n = n_logits - r0 < chunk ? n_logits - r0 : chunk;
-        if (r0) logits_chunk(ws, logit_rows + r0, n, c->arch == ARCH_QWEN3_5 || c->arch == ARCH_QWEN3_NEXT);
+        if (r0) logits_chunk(ws, logit_rows + r0, n, zero_centred(c));
         if (be->to_host(be, logits_host + (size_t)r0 * V, ws->logits, (size_t)n * V * sizeof(float)))
             return -1;
     }
