@@ -1,13 +1,16 @@
 /* Whole-model GPU forwards on real fixture checkpoints: a decode run with
  * every fast path on (fused add+RMSNorm, fused q/k-norm+RoPE+KV-write,
- * multi-weight GEMV, graph replay) must give bitwise the same logits as the
+ * multi-weight GEMV, graph replay, programmatic dependent launch) must give bitwise the same logits as the
  * same run with graphs off, and as the run with every fusion switched back
- * to the separate kernels; counters prove each fast path ran. Decode steps
+ * to the separate kernels and PDL off; counters prove each fast path ran. Decode steps
  * cross an attention length bucket (so graphs are re-recorded) and include
  * a batch of two sequences. Skips (exit 0) without a GPU backend/device. */
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(DOTLM_CUDA) || defined(DOTLM_HIP)
+#include "backend/gpu/gpu_kernels.h"
+#endif
 #include "core/err.h"
 #include "core/kreg.h"
 #include "engine/kvcache.h"
@@ -69,6 +72,15 @@ static int run_all(dl_model *m, const int32_t *toks, float *out, size_t *nout) {
     return rc;
 }
 
+/* 1 if the device can use programmatic dependent launch (then cuda.pdl must count). */
+static int pdl_supported(void) {
+#if defined(DOTLM_CUDA) || defined(DOTLM_HIP)
+    return gpurt_pdl_supported();
+#else
+    return 0;
+#endif
+}
+
 static void one(const char *dir, dl_backend *gpu, uint64_t *rs) {
     model_opts mo = {.quiet = 1};
     dl_model *m = model_load(dir, gpu, &mo);
@@ -89,8 +101,11 @@ static void one(const char *dir, dl_backend *gpu, uint64_t *rs) {
     CHECKF(kreg_count(GN ".qk_rope_kv") > 0, "%s: fused qk/rope/kv not dispatched", dir);
     CHECKF(kreg_count(GN ".matmul.multi.gemv") + kreg_count(GN ".matmul.int8.multi.gemv") > 0,
            "%s: multi-weight GEMV not dispatched", dir);
-    if (strstr(dir, "int8")) /* hidden 128 is below the wide-row path: the norm quantizes only >= 1024 */
+    if (pdl_supported()) CHECKF(kreg_count(GN ".pdl") > 0, "%s: no PDL launch counted", dir);
+    if (strstr(dir, "int8")) { /* hidden 128 is below the wide-row path: the norm quantizes only >= 1024 */
         printf("%s: norm_actq dispatches %llu\n", dir, (unsigned long long)kreg_count(GN ".norm_actq"));
+        CHECKF(kreg_count(GN ".silu_actq") > 0, "%s: fused SiLU + int8 quantization not dispatched", dir);
+    }
 
     kreg_disable(GN ".graph");
     kreg_reset_counts();
@@ -99,13 +114,15 @@ static void one(const char *dir, dl_backend *gpu, uint64_t *rs) {
     CHECKF(n1 == n2 && memcmp(fast, nograph, n1 * V * 4) == 0, "%s: graph replay != eager (bitwise)", dir);
 
     kreg_disable(GN ".add_rmsnorm," GN ".qk_rope_kv," GN ".matmul.multi.gemv," GN ".matmul.int8.multi.gemv,"
-                GN ".norm_actq");
+                GN ".norm_actq," GN ".silu_actq," GN ".pdl");
     kreg_reset_counts();
     CHECKF(run_all(m, toks, plain, &n3) == 0, "%s unfused: %s", dir, dl_errmsg());
-    CHECK(kreg_count(GN ".qk_rope_kv") == 0 && kreg_count(GN ".add_rmsnorm") == 0);
+    CHECK(kreg_count(GN ".qk_rope_kv") == 0 && kreg_count(GN ".add_rmsnorm") == 0 && kreg_count(GN ".pdl") == 0 &&
+          kreg_count(GN ".silu_actq") == 0);
     CHECKF(n1 == n3 && memcmp(fast, plain, n1 * V * 4) == 0, "%s: fused != separate kernels (bitwise)", dir);
     kreg_reset_switches();
-    printf("%s: %zu logit rows, fast == no-graph == unfused\n", dir, n1);
+    printf("%s: %zu logit rows, fast == no-graph == unfused without PDL (PDL launches counted: %s)\n", dir, n1,
+           pdl_supported() ? "yes" : "device has none");
     free(fast);
     free(nograph);
     free(plain);
@@ -195,7 +212,8 @@ int main(void) {
             size_t na = 0, nb = 0;
             kreg_reset_switches();
             CHECK(run_all(m, toks, a, &na) == 0);
-            kreg_disable(GN ".add_rmsnorm," GN ".qk_rope_kv," GN ".matmul.multi.gemv," GN ".matmul.int8.multi.gemv");
+            kreg_disable(GN ".add_rmsnorm," GN ".qk_rope_kv," GN ".matmul.multi.gemv," GN ".matmul.int8.multi.gemv,"
+                        GN ".pdl");
             CHECK(run_all(m, toks, b, &nb) == 0);
             CHECKF(na == nb && memcmp(a, b, na * model_vocab(m) * 4) == 0, "%s: fused != separate", dirs[i]);
             kreg_reset_switches();

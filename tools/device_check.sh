@@ -12,7 +12,10 @@
 #     gate      opcode gate with SASS (no HMMA/HGMMA/IMMA/QGMMA)
 #     bench     dotlm_gpu_bench: sweep vs float64, copy bandwidth, peaks, GEMV/GEMM
 #     e2e       random Qwen3-8B-shaped checkpoints (fp8-block, int8, bf16):
-#               prompt/decode tok/s at 512 and 4096, one profiled decode run
+#               prompt/decode tok/s at 512 and 4096, and at 512 with PDL off
+#     ncu       (with e2e) Nsight Compute device time of each kernel of one
+#               fp8 decode step (kernels serialised: no PDL overlap)
+#     prof      (with e2e) DOTLM_GPU_PROFILE=1 decode runs (fp8, int8)
 #     hybrid    random Qwen3.5-27B-shaped FP8 checkpoint: decode, prompt 4096, profile
 #     server    dotlm serve --backend cuda + bench/loadgen.py at concurrency 1, 8, 32
 #     fxgen     regenerate the transformers fixtures into $OUT/fixtures.tgz
@@ -78,13 +81,21 @@ if want e2e; then
     d=/dev/shm/q8b-$fmt
     timeout 150 python3 tools/make_bench_model.py "$d" --preset qwen3-8b --format "$fmt" > /dev/null 2>&1 || { note "e2e $fmt: generation failed/timed out"; continue; }
     e2e "$d" "$fmt" 512
-    e2e "$d" "$fmt" 4096
-    if [ "$fmt" = fp8-block ]; then
+    DOTLM_DISABLE=cuda.pdl e2e "$d" "$fmt-nopdl" 512
+    [ -n "${E2E_SHORT:-}" ] || e2e "$d" "$fmt" 4096
+    if [ "$fmt" = fp8-block ] && want ncu; then
+      NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+      # one decode step is ~330 launches; skip the prompt and the first steps
+      timeout 150 "$NCU" --clock-control none --metrics gpu__time_duration.sum --launch-skip 1400 --launch-count 340 \
+        --csv $B/dotlm bench --model "$d" --backend cuda --prompt-len 16 --gen 8 > "$OUT/ncu_fp8.log" 2>&1
+      python3 tools/ncu_table.py "$OUT/ncu_fp8.log" | tee "$OUT/ncu_fp8_table.log" | head -30
+    fi
+    if [ "$fmt" = fp8-block ] && want prof; then
       DOTLM_DISABLE=cuda.graph e2e "$d" "$fmt-nograph" 512
       DOTLM_GPU_PROFILE=1 timeout 120 $B/dotlm bench --model "$d" --backend cuda --prompt-len 512 --gen 32 > "$OUT/prof_fp8.log" 2>&1
       sed -n '/GPU profile/,$p' "$OUT/prof_fp8.log" | head -30
     fi
-    if [ "$fmt" = int8 ]; then
+    if [ "$fmt" = int8 ] && want prof; then
       DOTLM_GPU_PROFILE=1 timeout 120 $B/dotlm bench --model "$d" --backend cuda --prompt-len 512 --gen 32 > "$OUT/prof_int8.log" 2>&1
       sed -n '/GPU profile/,$p' "$OUT/prof_int8.log" | head -24
     fi

@@ -21,3 +21,6 @@ void *gpu_backend_stream(dl_backend *be);
  * GPU_PROF(gpu_backend_prof(be), name, ...) (gpu_prof.h). */
 void gpu_backend_op(dl_backend *be);
 struct gpu_prof *gpu_backend_prof(dl_backend *be);
+/* Count (as <backend>.pdl dispatches) the PDL launches made since
+ * gk_pdl_launches() returned `before`. */
+void gpu_backend_pdl_count(dl_backend *be, unsigned long long before);

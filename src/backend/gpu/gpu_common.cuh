@@ -166,6 +166,10 @@ static __device__ __forceinline__ uint32_t dl_q8(float v, float s) {
     return (uint32_t)((int)r & 255);
 }
 
+/* SiLU(g) * u, the one expression every kernel that makes an MLP's hidden
+ * activation uses (so fused and separate kernels agree bitwise). */
+static __device__ __forceinline__ float dl_silu_mul1(float g, float u) { return g / (1.0f + expf(-g)) * u; }
+
 static inline int dl_is_fp8(int dt) { return dt == DT_F8E4M3 || dt == DT_F8E5M2; }
 
 /* prmt.b32 in its generic mode: result byte i is byte (s >> 4i) & 7 of the
@@ -207,6 +211,81 @@ template <int NA> static __device__ __forceinline__ uint4 dl_ldw16(const void *p
     }
 #endif
     return *(const uint4 *)p;
+}
+
+/* Programmatic dependent launch (PDL; CUDA on sm_90 and later, see
+ * docs/gpu_backend.md "PDL"). A kernel that dl_launch() starts while PDL is
+ * on may begin before the kernel ahead of it on the stream has finished, so
+ * each such kernel calls dl_pdl_wait() before it reads anything an earlier
+ * kernel wrote or writes anything an earlier kernel reads; only data that
+ * no kernel writes during a forward (weights, scales) may be read before.
+ * dl_pdl_wait() returns once every earlier kernel on the stream has finished
+ * and its writes are visible (each kernel waited for its own predecessor,
+ * so the wait is transitive). dl_pdl_trigger() lets the next kernel start
+ * launching now instead of when this one's blocks exit; its blocks then sit
+ * in their own dl_pdl_wait(). Both are no-ops for a plain launch, before
+ * sm_90 and on HIP. */
+static __device__ __forceinline__ void dl_pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+static __device__ __forceinline__ void dl_pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+/* Both, at the top of a kernel that reads nothing before. */
+static __device__ __forceinline__ void dl_pdl_enter() {
+    dl_pdl_wait();
+    dl_pdl_trigger();
+}
+
+/* dl_pdl_enter() for a kernel that first loaded data no kernel writes
+ * (weights): dep is any value computed from every such load (e.g. their
+ * XOR). Without a use, the compiler sinks those loads below the wait and
+ * nothing overlaps the kernel ahead; the store that never happens
+ * (blockDim.x is never 0) keeps the dependency in the machine code, so the
+ * loads are issued, and land, before the wait. */
+static __device__ __forceinline__ void dl_pdl_enter_after(uint32_t dep, uint32_t *sink) {
+    if (blockDim.x == 0u) *sink = dep;
+    dl_pdl_enter();
+}
+static __device__ __forceinline__ uint32_t dl_xor4(uint4 v) { return v.x ^ v.y ^ v.z ^ v.w; }
+static __device__ __forceinline__ uint32_t dl_xor4(int4 v) { return (uint32_t)(v.x ^ v.y ^ v.z ^ v.w); }
+
+/* PDL state of the launching thread's process: dl_pdl_on (set through
+ * gk_pdl_set) and the number of launches made with the attribute
+ * (gk_pdl_launches). Owned by gpu_rt.cu. */
+extern int dl_pdl_on;
+extern unsigned long long dl_pdl_n;
+
+/* Launch kernel k<<<grid, block, smem, st>>>(a...), with the PDL attribute
+ * when dl_pdl_on (CUDA only). Only kernels that call dl_pdl_wait() as above
+ * may be launched through it. A refused attributed launch falls back to a
+ * plain one (and is not counted). */
+template <typename... P, typename... A>
+static inline void dl_launch(void (*k)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t st, A... a) {
+#if DL_WARP == 32 && !defined(__HIPCC__)
+    if (dl_pdl_on) {
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = grid;
+        cfg.blockDim = block;
+        cfg.dynamicSmemBytes = smem;
+        cfg.stream = st;
+        cudaLaunchAttribute at[1];
+        at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        at[0].val.programmaticStreamSerializationAllowed = 1;
+        cfg.attrs = at;
+        cfg.numAttrs = 1;
+        if (cudaLaunchKernelEx(&cfg, k, ((P)a)...) == cudaSuccess) {
+            dl_pdl_n++;
+            return;
+        }
+        (void)cudaGetLastError();
+    }
+#endif
+    k<<<grid, block, smem, st>>>(((P)a)...);
 }
 
 /* GEMV tuning knobs (variants). None of them changes a result bit: every

@@ -292,20 +292,28 @@ static const gk_weight *wview(gdn_side *s, const dl_weight *w, const char *op) {
     return g;
 }
 
+/* Run a launch statement: timed when profiling, its PDL launches counted. */
+#define GDN_RUN(be, name, stmt)                                  \
+    do {                                                         \
+        const unsigned long long pdl0_ = gk_pdl_launches();      \
+        GPU_PROF(gpu_backend_prof(be), name, stmt);              \
+        gpu_backend_pdl_count((be), pdl0_);                      \
+    } while (0)
+
 /* ---------------- ops ---------------- */
 
 static void op_copy2d(dl_backend *be, float *dst, int dst_ld, const float *src, int src_ld, int rows, int cols) {
     if (rows <= 0 || cols <= 0) return;
     gpu_backend_op(be);
     kreg_hit(&K_COPY);
-    GPU_PROF(gpu_backend_prof(be), K_COPY.name, gk_copy2d(gpu_backend_stream(be), dst, dst_ld, src, src_ld, rows, cols));
+    GDN_RUN(be, K_COPY.name, gk_copy2d(gpu_backend_stream(be), dst, dst_ld, src, src_ld, rows, cols));
 }
 
 static void op_sigmoid_mul(dl_backend *be, float *y, const float *gate, size_t n) {
     if (!n) return;
     gpu_backend_op(be);
     kreg_hit(&K_SIGM);
-    GPU_PROF(gpu_backend_prof(be), K_SIGM.name, gk_sigmoid_mul(gpu_backend_stream(be), y, gate, n));
+    GDN_RUN(be, K_SIGM.name, gk_sigmoid_mul(gpu_backend_stream(be), y, gate, n));
 }
 
 static void op_conv1d_silu(dl_backend *be, float *y, const float *x, const dl_weight *w, float *state, int C) {
@@ -319,7 +327,7 @@ static void op_conv1d_silu(dl_backend *be, float *y, const float *x, const dl_we
     }
     gpu_backend_op(be);
     kreg_hit(&K_CONV);
-    GPU_PROF(gpu_backend_prof(be), K_CONV.name,
+    GDN_RUN(be, K_CONV.name,
              gk_gdn_conv1d_silu(s->stream, y, x, g->data, g->dtype, g->ld, (int)g->k, state, C, &s->kb));
 }
 
@@ -327,7 +335,7 @@ static void op_l2norm(dl_backend *be, float *x, int rows, int d, float eps, floa
     if (rows <= 0 || d <= 0) return;
     gpu_backend_op(be);
     kreg_hit(&K_L2);
-    GPU_PROF(gpu_backend_prof(be), K_L2.name, gk_gdn_l2norm(gpu_backend_stream(be), x, rows, d, eps, scale));
+    GDN_RUN(be, K_L2.name, gk_gdn_l2norm(gpu_backend_stream(be), x, rows, d, eps, scale));
 }
 
 static void op_gdn_gates(dl_backend *be, float *g, float *beta, const float *a, const float *b,
@@ -338,7 +346,7 @@ static void op_gdn_gates(dl_backend *be, float *g, float *beta, const float *a, 
     if (!wa || !wb) return;
     gpu_backend_op(be);
     kreg_hit(&K_GATES);
-    GPU_PROF(gpu_backend_prof(be), K_GATES.name,
+    GDN_RUN(be, K_GATES.name,
              gk_gdn_gates(s->stream, g, beta, a, b, wa->data, wa->dtype, wb->data, wb->dtype, s->kb.ntok, Hv));
 }
 
@@ -384,7 +392,7 @@ static void op_gdn(dl_backend *be, float *out, const float *q, const float *k, c
     if (kb->nlong > 0 && Dk <= GK_GDN_CHUNK_MAXDK && kreg_enabled(&K_CHUNK) && !ensure_ws(s, Hv)) {
         assert(kb->nch >= kb->nlong && kb->nlong <= kb->ngrp && kb->nch <= kb->ntok);
         int rc = 0;
-        GPU_PROF(gpu_backend_prof(be), K_CHUNK.name,
+        GDN_RUN(be, K_CHUNK.name,
                  rc = gk_gdn_chunked(s->stream, out, q, k, v, g, beta, state, s->d_ws, Hk, Hv, Dk, Dv, kb, s->bv));
         if (!rc) {
             kreg_hit(&K_CHUNK);
@@ -393,7 +401,7 @@ static void op_gdn(dl_backend *be, float *out, const float *q, const float *k, c
     }
     if (nrec > 0) {
         kreg_hit(&K_REC);
-        GPU_PROF(gpu_backend_prof(be), K_REC.name,
+        GDN_RUN(be, K_REC.name,
                  gk_gdn_recurrent(s->stream, out, q, k, v, g, beta, state, Hk, Hv, Dk, Dv, kb, nrec));
     }
 }
@@ -406,7 +414,7 @@ static void op_gated_rmsnorm(dl_backend *be, float *y, const float *x, const flo
     if (!g) return;
     gpu_backend_op(be);
     kreg_hit(&K_GRMS);
-    GPU_PROF(gpu_backend_prof(be), K_GRMS.name, gk_gdn_gated_rmsnorm(s->stream, y, x, z, g->data, g->dtype, rows, d, eps));
+    GDN_RUN(be, K_GRMS.name, gk_gdn_gated_rmsnorm(s->stream, y, x, z, g->data, g->dtype, rows, d, eps));
 }
 
 int gpu_gdn_tune(dl_backend *be, int chunk_min, int bv) {

@@ -52,6 +52,13 @@ int gpurt_capture_end(void *s, void **exec); /* *exec = NULL on failure */
 int gpurt_graph_launch(void *exec, void *s);
 void gpurt_graph_destroy(void *exec);
 
+/* Programmatic dependent launch (gpu_common.cuh, dl_launch): 1 if the
+ * current device can use it (CUDA, compute capability >= 9.0); turn it on
+ * or off for later launches; launches made with it so far. */
+int gpurt_pdl_supported(void);
+void gk_pdl_set(int on);
+unsigned long long gk_pdl_launches(void);
+
 /* ---- matmul (k_matmul_float.cu, k_matmul_int8.cu, k_actq.cu) ----
  * y[M, n] = x[M, k] W^T (+ bias). */
 /* Conditions for the fast paths (host checks before launching). */
@@ -63,6 +70,10 @@ void gk_gemm(void *s, float *y, const float *x, const gk_weight *w, int M);
 void gk_matmul_ref(void *s, float *y, const float *x, const gk_weight *w, int M);
 /* int8 W8A8: xq [M, kp] int8 (kp = k rounded up to 16, zero padded), xs [M] */
 void gk_actq_int8(void *s, int8_t *xq, float *xs, const float *x, int M, int k, int kp);
+/* out = SiLU(gate) * up ([M, k]) and its W8A8 codes into xq/xs as
+ * gk_actq_int8(out) would make them (bitwise), in one launch. */
+void gk_silu_actq_int8(void *s, float *out, int8_t *xq, float *xs, const float *gate, const float *up, int M, int k,
+                       int kp);
 int gk_int8_gemv_ok(const gk_weight *w);
 int gk_int8_gemm_ok(const gk_weight *w);
 void gk_int8_gemv(void *s, float *y, const int8_t *xq, const float *xs, const gk_weight *w, int M, int kp);

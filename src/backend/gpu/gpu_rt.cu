@@ -5,6 +5,7 @@
 
 #include "hip_compat.h"
 #include "gpu_kernels.h"
+#include "gpu_common.cuh"
 
 static thread_local char g_err[320];
 
@@ -20,6 +21,26 @@ static int fail(const char *what, cudaError_t e) {
     } while (0)
 
 extern "C" const char *gpurt_errstr(void) { return g_err; }
+
+int dl_pdl_on = 0;
+unsigned long long dl_pdl_n = 0;
+
+extern "C" int gpurt_pdl_supported(void) {
+#if DL_WARP == 32 && !defined(__HIPCC__)
+    int dev = 0, major = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return major >= 9;
+#else
+    return 0;
+#endif
+}
+
+extern "C" void gk_pdl_set(int on) { dl_pdl_on = on != 0; }
+extern "C" unsigned long long gk_pdl_launches(void) { return dl_pdl_n; }
 
 extern "C" int gpurt_device_count(void) {
     int n = 0;

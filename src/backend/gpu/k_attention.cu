@@ -54,6 +54,7 @@ static __device__ __forceinline__ float kv_ld(const void *p, int64_t i) {
 template <int KF16>
 __global__ void __launch_bounds__(AT_WARPS *DL_WARP)
     dl_k_attn(float *__restrict__ out, const float *__restrict__ q, gk_attn a, int ck, int vec) {
+    dl_pdl_enter();
     extern __shared__ float smem[];
     const int hd = a.hd, G = a.nh / a.nkv, g = blockIdx.y;
     float *sq = smem;                       /* [AT_QV][hd] */
@@ -250,6 +251,7 @@ template <int KF16, int CPL, int GM>
 __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
     dl_k_attn_dec(float *__restrict__ out, float *__restrict__ wml, float *__restrict__ wo,
                   const float *__restrict__ q, gk_attn a, int lt, int gb, int nseg, float c2) {
+    dl_pdl_enter();
     constexpr int DT = KF16 ? DT_F16 : DT_F32;
     constexpr int VE = dl_wt<DT>::VEC; /* elements per 16-byte vector */
     constexpr int EPL = CPL * VE;      /* elements of a row held by one lane */
@@ -439,6 +441,7 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
 __global__ void __launch_bounds__(DC_T)
     dl_k_attn_combine(float *__restrict__ out, const float *__restrict__ wml, const float *__restrict__ wo,
                       gk_attn a, int nseg) {
+    dl_pdl_enter();
     __shared__ float sw[DC_T], sl[DC_T], sacc[DC_T], red[DC_T / DL_WARP];
     const int64_t vec = blockIdx.x;
     const int t = (int)(vec / a.nh), hd = a.hd;
@@ -533,7 +536,7 @@ static void da_launch(cudaStream_t st, float *out, const float *q, const gk_attn
     const int G = a->nh / a->nkv;
     dim3 grid((unsigned)nseg, (unsigned)(a->nkv * (G / c->gb)), (unsigned)a->ntok);
     float *wml = ws, *wo = ws ? ws + (size_t)a->ntok * a->nh * nseg * 2 : nullptr;
-    dl_k_attn_dec<KF16, CPL, GM><<<grid, DA_NW * DL_WARP, 0, st>>>(out, wml, wo, q, *a, c->lt, c->gb, nseg,
+    dl_launch(dl_k_attn_dec<KF16, CPL, GM>, grid, DA_NW * DL_WARP, 0, st, out, wml, wo, q, *a, c->lt, c->gb, nseg,
                                                                    a->scale * DA_LOG2E);
 }
 
@@ -564,13 +567,13 @@ static void tiled_launch(cudaStream_t st, float *out, const float *q, const gk_a
             (void)cudaFuncSetAttribute((const void *)dl_k_attn<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024);
             attr_set[1] = true;
         }
-        dl_k_attn<1><<<grid, block, sm, st>>>(out, q, *a, at_ck(a->hd), vec);
+        dl_launch(dl_k_attn<1>, grid, block, sm, st, out, q, *a, at_ck(a->hd), vec);
     } else {
         if (!attr_set[0]) {
             (void)cudaFuncSetAttribute((const void *)dl_k_attn<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024);
             attr_set[0] = true;
         }
-        dl_k_attn<0><<<grid, block, sm, st>>>(out, q, *a, at_ck(a->hd), vec);
+        dl_launch(dl_k_attn<0>, grid, block, sm, st, out, q, *a, at_ck(a->hd), vec);
     }
 }
 
@@ -603,6 +606,6 @@ extern "C" void gk_attn_split(void *s, float *out, const float *q, const gk_attn
         else da_launch_gm<0, 4>(st, out, q, a, &c, nseg, w);
     }
     if (nseg > 1)
-        dl_k_attn_combine<<<(unsigned)((int64_t)a->ntok * a->nh), DC_T, 0, st>>>(
+        dl_launch(dl_k_attn_combine, (unsigned)((int64_t)a->ntok * a->nh), DC_T, 0, st, 
             out, w, w + (size_t)a->ntok * a->nh * nseg * 2, *a, nseg);
 }

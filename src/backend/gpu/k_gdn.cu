@@ -39,6 +39,7 @@ static __device__ __forceinline__ float conv_in(const float *__restrict__ x, con
 __global__ void __launch_bounds__(GDN_T)
     dl_k_gdn_conv(float *__restrict__ y, const float *__restrict__ x, const void *__restrict__ w, int wdt,
                   int64_t wld, int K, const float *state, int C, gk_gdn_batch b) {
+    dl_pdl_enter();
     const int t = blockIdx.x, c = blockIdx.y * GDN_T + threadIdx.x;
     if (c >= C) return;
     const int K1 = K - 1;
@@ -53,6 +54,7 @@ __global__ void __launch_bounds__(GDN_T)
  * reads all it needs before writing. */
 __global__ void __launch_bounds__(GDN_T)
     dl_k_gdn_conv_state(const float *__restrict__ x, int K, float *state, int C, gk_gdn_batch b) {
+    dl_pdl_enter();
     const int gi = blockIdx.x, c = blockIdx.y * GDN_T + threadIdx.x;
     if (c >= C) return;
     const int K1 = K - 1;
@@ -70,16 +72,17 @@ extern "C" void gk_gdn_conv1d_silu(void *s, float *y, const float *x, const void
                                    int K, float *state, int C, const gk_gdn_batch *b) {
     if (b->ntok <= 0 || C <= 0) return;
     dim3 g1(b->ntok, DL_CDIV(C, GDN_T));
-    dl_k_gdn_conv<<<g1, GDN_T, 0, (cudaStream_t)s>>>(y, x, w, wdt, wld, K, state, C, *b);
+    dl_launch(dl_k_gdn_conv, g1, GDN_T, 0, (cudaStream_t)s, y, x, w, wdt, wld, K, state, C, *b);
     if (K > 1) {
         dim3 g2(b->ngrp, DL_CDIV(C, GDN_T));
-        dl_k_gdn_conv_state<<<g2, GDN_T, 0, (cudaStream_t)s>>>(x, K, state, C, *b);
+        dl_launch(dl_k_gdn_conv_state, g2, GDN_T, 0, (cudaStream_t)s, x, K, state, C, *b);
     }
 }
 
 /* ---------------- row ops: one warp per row ---------------- */
 
 __global__ void __launch_bounds__(GDN_T) dl_k_gdn_l2norm(float *x, int rows, int d, float eps, float scale) {
+    dl_pdl_enter();
     const int r = blockIdx.x * (GDN_T / DL_WARP) + threadIdx.x / DL_WARP, lane = threadIdx.x % DL_WARP;
     if (r >= rows) return; /* whole warp leaves together */
     float *xr = x + (size_t)r * d;
@@ -93,12 +96,13 @@ __global__ void __launch_bounds__(GDN_T) dl_k_gdn_l2norm(float *x, int rows, int
 extern "C" void gk_gdn_l2norm(void *s, float *x, int rows, int d, float eps, float scale) {
     if (rows <= 0 || d <= 0) return;
     const int rpb = GDN_T / DL_WARP;
-    dl_k_gdn_l2norm<<<DL_CDIV(rows, rpb), GDN_T, 0, (cudaStream_t)s>>>(x, rows, d, eps, scale);
+    dl_launch(dl_k_gdn_l2norm, DL_CDIV(rows, rpb), GDN_T, 0, (cudaStream_t)s, x, rows, d, eps, scale);
 }
 
 __global__ void __launch_bounds__(GDN_T)
     dl_k_gdn_grms(float *y, const float *x, const float *__restrict__ z, const void *__restrict__ w, int wdt,
                   int rows, int d, float eps) {
+    dl_pdl_enter();
     const int r = blockIdx.x * (GDN_T / DL_WARP) + threadIdx.x / DL_WARP, lane = threadIdx.x % DL_WARP;
     if (r >= rows) return;
     const float *xr = x + (size_t)r * d, *zr = z + (size_t)r * d;
@@ -115,7 +119,7 @@ extern "C" void gk_gdn_gated_rmsnorm(void *s, float *y, const float *x, const fl
                                      int rows, int d, float eps) {
     if (rows <= 0 || d <= 0) return;
     const int rpb = GDN_T / DL_WARP;
-    dl_k_gdn_grms<<<DL_CDIV(rows, rpb), GDN_T, 0, (cudaStream_t)s>>>(y, x, z, w, wdt, rows, d, eps);
+    dl_launch(dl_k_gdn_grms, DL_CDIV(rows, rpb), GDN_T, 0, (cudaStream_t)s, y, x, z, w, wdt, rows, d, eps);
 }
 
 /* ---------------- gates ---------------- */
@@ -124,6 +128,7 @@ __global__ void __launch_bounds__(GDN_T)
     dl_k_gdn_gates(float *g, float *beta, const float *__restrict__ a, const float *__restrict__ bb,
                    const void *__restrict__ A_log, int adt, const void *__restrict__ dt_bias, int bdt, size_t n,
                    int Hv) {
+    dl_pdl_enter();
     const size_t i = (size_t)blockIdx.x * GDN_T + threadIdx.x;
     if (i >= n) return;
     const int h = (int)(i % (size_t)Hv);
@@ -138,7 +143,7 @@ extern "C" void gk_gdn_gates(void *s, float *g, float *beta, const float *a, con
                              int adt, const void *dt_bias, int bdt, int ntok, int Hv) {
     const size_t n = (size_t)(ntok > 0 ? ntok : 0) * (size_t)(Hv > 0 ? Hv : 0);
     if (!n) return;
-    dl_k_gdn_gates<<<(unsigned)DL_CDIV(n, (size_t)GDN_T), GDN_T, 0, (cudaStream_t)s>>>(g, beta, a, b, A_log, adt,
+    dl_launch(dl_k_gdn_gates, (unsigned)DL_CDIV(n, (size_t)GDN_T), GDN_T, 0, (cudaStream_t)s, g, beta, a, b, A_log, adt,
                                                                                        dt_bias, bdt, n, Hv);
 }
 
@@ -162,6 +167,7 @@ __global__ void __launch_bounds__(GDN_NW * DL_WARP)
     dl_k_gdn_rec(float *__restrict__ out, const float *__restrict__ q, const float *__restrict__ k,
                  const float *__restrict__ v, const float *__restrict__ g, const float *__restrict__ beta,
                  float *__restrict__ state, int Hk, int Hv, int Dk, int Dv, gk_gdn_batch b) {
+    dl_pdl_enter();
     __shared__ float sq[GDN_TT * GK_GDN_MAXD], sk[GDN_TT * GK_GDN_MAXD];
     __shared__ float sv[GDN_TT * GDN_BV], sg[GDN_TT], sb[GDN_TT];
     __shared__ int srow[GDN_TT], sreset[GDN_TT];
@@ -264,7 +270,7 @@ extern "C" void gk_gdn_recurrent(void *s, float *out, const float *q, const floa
     switch (DL_CDIV(Dk, DL_WARP)) {
 #define GDN_CASE(R_)                                                                                \
     case R_:                                                                                        \
-        dl_k_gdn_rec<R_><<<grid, nt, 0, st>>>(out, q, k, v, g, beta, state, Hk, Hv, Dk, Dv, *b); \
+        dl_launch(dl_k_gdn_rec<R_>, grid, nt, 0, st, out, q, k, v, g, beta, state, Hk, Hv, Dk, Dv, *b); \
         break;
         GDN_CASE(1)
         GDN_CASE(2)
@@ -352,6 +358,7 @@ __global__ void GDN_LB(GDN_PT, 2)
     dl_k_gdn_cprep(float *__restrict__ ws, const float *__restrict__ q, const float *__restrict__ k,
                    const float *__restrict__ g, const float *__restrict__ beta, int Hk, int Hv, int Dk,
                    gk_gdn_batch b) {
+    dl_pdl_enter();
     __shared__ float4 sw4[2 * GDN_CH * GDN_KLD / 4]; /* K | Q slices; then T / P [64][GDN_PLD] */
     __shared__ float sl[GDN_CH * GDN_PLD];          /* L, strictly lower */
     __shared__ double sc[GDN_CH];
@@ -501,6 +508,7 @@ __global__ void GDN_LB(8 * BV, BV == 32 ? 2 : 3)
     dl_k_gdn_cscan(float *__restrict__ out, const float *__restrict__ q, const float *__restrict__ k,
                    const float *__restrict__ v, const float *__restrict__ ws, float *__restrict__ state, int Hk,
                    int Hv, int Dk, int Dv, gk_gdn_batch b) {
+    dl_pdl_enter();
     constexpr int CG = BV / 4, NT = 32 * CG, PF = 4096 / NT, SLD = BV + 4;
     constexpr int RA = 2 * GDN_CH * GDN_KLD + 32 * SLD, RM = GDN_CH * GDN_MLD, RE = 16 * GDN_ELD;
     constexpr int R1 = RA > RM ? (RA > RE ? RA : RE) : (RM > RE ? RM : RE);
@@ -791,14 +799,14 @@ extern "C" int gk_gdn_chunked(void *s, float *out, const float *q, const float *
     if (b->ntok <= 0 || b->nlong <= 0 || b->nch < b->nlong || b->nch > b->ntok || b->nlong > b->ngrp || !ws) return -1;
     if (Hk <= 0 || Hv <= 0 || Hv % Hk || Dk < 1 || Dk > GK_GDN_CHUNK_MAXDK || Dv < 1 || Dv > GK_GDN_MAXD) return -1;
     cudaStream_t st = (cudaStream_t)s;
-    dl_k_gdn_cprep<<<dim3(b->nch, Hk), GDN_PT, 0, st>>>(ws, q, k, g, beta, Hk, Hv, Dk, *b);
+    dl_launch(dl_k_gdn_cprep, dim3(b->nch, Hk), GDN_PT, 0, st, ws, q, k, g, beta, Hk, Hv, Dk, *b);
     /* 32 columns per block when that still gives a few blocks per SM, else 16 */
     if (bv != 16 && bv != 32) bv = (long)b->nlong * Hv * DL_CDIV(Dv, 32) >= 256 ? 32 : 16;
     if (bv == 32)
-        dl_k_gdn_cscan<32><<<dim3(b->nlong, Hv, DL_CDIV(Dv, 32)), 256, 0, st>>>(out, q, k, v, ws, state, Hk, Hv, Dk,
+        dl_launch(dl_k_gdn_cscan<32>, dim3(b->nlong, Hv, DL_CDIV(Dv, 32)), 256, 0, st, out, q, k, v, ws, state, Hk, Hv, Dk,
                                                                                Dv, *b);
     else
-        dl_k_gdn_cscan<16><<<dim3(b->nlong, Hv, DL_CDIV(Dv, 16)), 128, 0, st>>>(out, q, k, v, ws, state, Hk, Hv, Dk,
+        dl_launch(dl_k_gdn_cscan<16>, dim3(b->nlong, Hv, DL_CDIV(Dv, 16)), 128, 0, st, out, q, k, v, ws, state, Hk, Hv, Dk,
                                                                                Dv, *b);
     return 0;
 }

@@ -7,6 +7,7 @@
 #define OP_T 256
 
 __global__ void dl_k_embed(float *__restrict__ x, gk_weight e, const int32_t *__restrict__ tokens) {
+    dl_pdl_enter();
     const int64_t i = blockIdx.x, d = e.k;
     const int32_t tok = tokens[i];
     const bool ok = tok >= 0 && tok < e.n;
@@ -44,6 +45,7 @@ static __device__ __forceinline__ float norm_w(const void *w, int wdt, int i, in
 
 __global__ void __launch_bounds__(OP_T)
     dl_k_rmsnorm(float *y, const float *x, const void *__restrict__ w, int wdt, int d, float eps, int zc) {
+    dl_pdl_enter();
     __shared__ float red[OP_T / 16 + 1];
     const int64_t r = blockIdx.x;
     const float *xr = x + r * d;
@@ -59,6 +61,7 @@ __global__ void __launch_bounds__(OP_T)
 __global__ void __launch_bounds__(OP_T)
     dl_k_add_rmsnorm(float *x, const float *res, float *y, const void *__restrict__ w, int wdt, int d, float eps,
                      int zc) {
+    dl_pdl_enter();
     __shared__ float red[OP_T / 16 + 1];
     const int64_t r = blockIdx.x;
     float *xr = x + r * d;
@@ -80,6 +83,7 @@ template <bool ADD, bool QUANT>
 __global__ void __launch_bounds__(OP_T)
     dl_k_norm_v4(float *x, const float *res, float *y, const void *__restrict__ w, int wdt, int d, float eps, int zc,
                  int8_t *xq, float *xs, int kp) {
+    dl_pdl_enter();
     __shared__ float red[OP_T / 16 + 1];
     const int64_t r = blockIdx.x;
     float4 *xr = (float4 *)(x + r * d);
@@ -169,6 +173,7 @@ static __device__ __forceinline__ void rope_pair(float *xa, float *xb, float p, 
 }
 
 __global__ void dl_k_rope(float *x, int nh, int hd, int half, rope_freq fr, const int32_t *__restrict__ pos) {
+    dl_pdl_enter();
     const int64_t t = blockIdx.x;
     const int h = blockIdx.y;
     const float p = (float)pos[t];
@@ -191,6 +196,7 @@ __global__ void __launch_bounds__(OP_T)
     dl_k_qk_rope_kv(float *q, float *k, const float *__restrict__ v, int nh, int nkv, int hd, int half, qk_norm nm,
                     rope_freq fr, void *kc, void *vc, int kv_f16, int bs, int mbps, const int32_t *__restrict__ seq,
                     const int32_t *__restrict__ pos, const int32_t *__restrict__ btab) {
+    dl_pdl_enter();
     __shared__ float red[OP_T / 16 + 1];
     __shared__ float row[512];
     const int64_t t = blockIdx.x;
@@ -231,6 +237,7 @@ __global__ void dl_k_kv_write(void *kc, void *vc, int kv_f16, const float *__res
                               const float *__restrict__ v, int width, int bs, int mbps,
                               const int32_t *__restrict__ seq, const int32_t *__restrict__ pos,
                               const int32_t *__restrict__ btab) {
+    dl_pdl_enter();
     const int64_t t = blockIdx.x;
     const int p = pos[t];
     const int blk = btab[(int64_t)seq[t] * mbps + p / bs];
@@ -249,23 +256,26 @@ __global__ void dl_k_kv_write(void *kc, void *vc, int kv_f16, const float *__res
 }
 
 __global__ void dl_k_silu_mul(float *out, const float *gate, const float *up, size_t n) {
+    dl_pdl_enter();
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        float g = gate[i];
-        out[i] = g / (1.0f + expf(-g)) * up[i];
+        out[i] = dl_silu_mul1(gate[i], up[i]);
     }
 }
 
 __global__ void dl_k_add(float *y, const float *x, size_t n) {
+    dl_pdl_enter();
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         y[i] += x[i];
 }
 
 __global__ void dl_k_sigmoid_mul(float *y, const float *gate, size_t n) {
+    dl_pdl_enter();
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         y[i] *= 1.0f / (1.0f + expf(-gate[i]));
 }
 
 __global__ void dl_k_copy2d(float *__restrict__ dst, int dst_ld, const float *__restrict__ src, int src_ld, int cols) {
+    dl_pdl_enter();
     const int64_t r = blockIdx.x;
     for (int c = threadIdx.x + blockIdx.y * blockDim.x; c < cols; c += blockDim.x * gridDim.y)
         dst[r * dst_ld + c] = src[r * src_ld + c];
@@ -278,6 +288,7 @@ typedef struct {
 } gather_idx;
 
 __global__ void dl_k_gather(float *__restrict__ dst, const float *__restrict__ src, gather_idx idx, int d) {
+    dl_pdl_enter();
     const int r = blockIdx.x;
     const int64_t s = idx.i[r];
     for (int j = threadIdx.x + blockIdx.y * blockDim.x; j < d; j += blockDim.x * gridDim.y)
@@ -292,17 +303,17 @@ static unsigned grid1(size_t n) {
 extern "C" void gk_embed(void *s, float *x, const gk_weight *emb, const int32_t *tokens, int ntok) {
     if (ntok <= 0) return;
     dim3 grid((unsigned)ntok, (unsigned)DL_CDIV(emb->k, 4 * OP_T));
-    dl_k_embed<<<grid, OP_T, 0, (cudaStream_t)s>>>(x, *emb, tokens);
+    dl_launch(dl_k_embed, grid, OP_T, 0, (cudaStream_t)s, x, *emb, tokens);
 }
 
 extern "C" void gk_rmsnorm(void *s, float *y, const float *x, const void *w, int wdtype, int rows, int d,
                            float eps, int zc) {
     if (rows <= 0) return;
     if (v4_ok(d, x, y, y))
-        dl_k_norm_v4<false, false><<<rows, OP_T, 0, (cudaStream_t)s>>>((float *)x, nullptr, y, w, wdtype, d, eps, zc,
+        dl_launch(dl_k_norm_v4<false, false>, rows, OP_T, 0, (cudaStream_t)s, (float *)x, nullptr, y, w, wdtype, d, eps, zc,
                                                                           nullptr, nullptr, 0);
     else
-        dl_k_rmsnorm<<<rows, OP_T, 0, (cudaStream_t)s>>>(y, x, w, wdtype, d, eps, zc);
+        dl_launch(dl_k_rmsnorm, rows, OP_T, 0, (cudaStream_t)s, y, x, w, wdtype, d, eps, zc);
 }
 
 static void fill_freq(rope_freq *fr, const float *inv_freq, int half) {
@@ -317,7 +328,7 @@ extern "C" void gk_rope(void *s, float *x, int ntok, int nh, int hd, int rot, co
     if (half > 256) half = 256; /* host checks rot <= 512 */
     fill_freq(&fr, inv_freq, half);
     dim3 grid((unsigned)ntok, (unsigned)nh);
-    dl_k_rope<<<grid, half < 32 ? 32 : (half > 128 ? 128 : half), 0, (cudaStream_t)s>>>(x, nh, hd, half, fr, pos);
+    dl_launch(dl_k_rope, grid, half < 32 ? 32 : (half > 128 ? 128 : half), 0, (cudaStream_t)s, x, nh, hd, half, fr, pos);
 }
 
 extern "C" void gk_add_rmsnorm(void *s, float *x, const float *res, float *y, const void *w, int wdtype, int rows,
@@ -327,10 +338,10 @@ extern "C" void gk_add_rmsnorm(void *s, float *x, const float *res, float *y, co
         gk_add(s, x, res, (size_t)rows * d);
         gk_rmsnorm(s, y, x, w, wdtype, rows, d, eps, zc);
     } else if (v4_ok(d, x, y, res)) {
-        dl_k_norm_v4<true, false><<<rows, OP_T, 0, (cudaStream_t)s>>>(x, res, y, w, wdtype, d, eps, zc, nullptr,
+        dl_launch(dl_k_norm_v4<true, false>, rows, OP_T, 0, (cudaStream_t)s, x, res, y, w, wdtype, d, eps, zc, nullptr,
                                                                         nullptr, 0);
     } else {
-        dl_k_add_rmsnorm<<<rows, OP_T, 0, (cudaStream_t)s>>>(x, res, y, w, wdtype, d, eps, zc);
+        dl_launch(dl_k_add_rmsnorm, rows, OP_T, 0, (cudaStream_t)s, x, res, y, w, wdtype, d, eps, zc);
     }
 }
 
@@ -338,9 +349,9 @@ extern "C" int gk_norm_q(void *s, float *x, const float *res, float *y, const vo
                          float eps, int zc, int8_t *xq, float *xs, int kp) {
     if (rows <= 0 || !v4_ok(d, x, y, res ? res : y) || kp < d || kp % 16) return 0;
     if (res)
-        dl_k_norm_v4<true, true><<<rows, OP_T, 0, (cudaStream_t)s>>>(x, res, y, w, wdtype, d, eps, zc, xq, xs, kp);
+        dl_launch(dl_k_norm_v4<true, true>, rows, OP_T, 0, (cudaStream_t)s, x, res, y, w, wdtype, d, eps, zc, xq, xs, kp);
     else
-        dl_k_norm_v4<false, true><<<rows, OP_T, 0, (cudaStream_t)s>>>(x, nullptr, y, w, wdtype, d, eps, zc, xq, xs, kp);
+        dl_launch(dl_k_norm_v4<false, true>, rows, OP_T, 0, (cudaStream_t)s, x, nullptr, y, w, wdtype, d, eps, zc, xq, xs, kp);
     return 1;
 }
 
@@ -354,7 +365,7 @@ extern "C" void gk_qk_rope_kv(void *s, float *q, float *k, const float *v, int n
     fill_freq(&fr, inv_freq, half);
     qk_norm nm = {qw, kw, wdtype, zc, eps};
     dim3 grid((unsigned)ntok, (unsigned)(nh + nkv));
-    dl_k_qk_rope_kv<<<grid, OP_T, 0, (cudaStream_t)s>>>(q, k, v, nh, nkv, hd, half, nm, fr, kc, vc, kv_f16, bs,
+    dl_launch(dl_k_qk_rope_kv, grid, OP_T, 0, (cudaStream_t)s, q, k, v, nh, nkv, hd, half, nm, fr, kc, vc, kv_f16, bs,
                                                          mbps, seq, pos, btab);
 }
 
@@ -362,17 +373,17 @@ extern "C" void gk_kv_write(void *s, void *kc, void *vc, int kv_f16, const float
                             int nkv, int hd, int bs, int mbps, const int32_t *seq, const int32_t *pos,
                             const int32_t *btab) {
     if (ntok <= 0) return;
-    dl_k_kv_write<<<ntok, OP_T, 0, (cudaStream_t)s>>>(kc, vc, kv_f16, k, v, nkv * hd, bs, mbps, seq, pos, btab);
+    dl_launch(dl_k_kv_write, ntok, OP_T, 0, (cudaStream_t)s, kc, vc, kv_f16, k, v, nkv * hd, bs, mbps, seq, pos, btab);
 }
 
 extern "C" void gk_silu_mul(void *s, float *out, const float *gate, const float *up, size_t n) {
     if (!n) return;
-    dl_k_silu_mul<<<grid1(n), OP_T, 0, (cudaStream_t)s>>>(out, gate, up, n);
+    dl_launch(dl_k_silu_mul, grid1(n), OP_T, 0, (cudaStream_t)s, out, gate, up, n);
 }
 
 extern "C" void gk_add(void *s, float *y, const float *x, size_t n) {
     if (!n) return;
-    dl_k_add<<<grid1(n), OP_T, 0, (cudaStream_t)s>>>(y, x, n);
+    dl_launch(dl_k_add, grid1(n), OP_T, 0, (cudaStream_t)s, y, x, n);
 }
 
 extern "C" void gk_gather_rows(void *s, float *dst, const float *src, const int32_t *idx, int n, int d) {
@@ -381,17 +392,17 @@ extern "C" void gk_gather_rows(void *s, float *dst, const float *src, const int3
         int cn = n - c < GATHER_CHUNK ? n - c : GATHER_CHUNK;
         for (int i = 0; i < GATHER_CHUNK; i++) gi.i[i] = i < cn ? idx[c + i] : 0;
         dim3 grid((unsigned)cn, (unsigned)DL_CDIV(d, 4 * OP_T));
-        dl_k_gather<<<grid, OP_T, 0, (cudaStream_t)s>>>(dst + (int64_t)c * d, src, gi, d);
+        dl_launch(dl_k_gather, grid, OP_T, 0, (cudaStream_t)s, dst + (int64_t)c * d, src, gi, d);
     }
 }
 
 extern "C" void gk_sigmoid_mul(void *s, float *y, const float *gate, size_t n) {
     if (!n) return;
-    dl_k_sigmoid_mul<<<grid1(n), OP_T, 0, (cudaStream_t)s>>>(y, gate, n);
+    dl_launch(dl_k_sigmoid_mul, grid1(n), OP_T, 0, (cudaStream_t)s, y, gate, n);
 }
 
 extern "C" void gk_copy2d(void *s, float *dst, int dst_ld, const float *src, int src_ld, int rows, int cols) {
     if (rows <= 0 || cols <= 0) return;
     dim3 grid((unsigned)rows, (unsigned)DL_CDIV(cols, 4 * OP_T));
-    dl_k_copy2d<<<grid, OP_T, 0, (cudaStream_t)s>>>(dst, dst_ld, src, src_ld, cols);
+    dl_launch(dl_k_copy2d, grid, OP_T, 0, (cudaStream_t)s, dst, dst_ld, src, src_ld, cols);
 }
