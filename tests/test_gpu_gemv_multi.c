@@ -4,10 +4,11 @@
  *    gk_int8_gemv on that weight alone, for bf16, f16, f32, fp8 e4m3
  *    (block/channel/tensor scales), fp8 e5m2, int8 weight-only and W8A8, at
  *    M = 1, 2, 4, 8; nothing is written past a weight's rows;
- *  - every GEMV variant (gpu_tune.h: fp8 widening f32/f32s/h2/fold, vectors in
- *    flight, L1 policy, warps per block, rows per warp) is bitwise equal to
- *    the original kernels ("v1"), on random codes and on every fp8 code
- *    (subnormals, +-0, e4m3 NaN codes), single and multi launches;
+ *  - every GEMV variant (gpu_tune.h: fp8 widening f32/f32s/h2/fold/h2x, vectors
+ *    in flight, L1 policy, warps per block, rows per warp, K loop) is bitwise
+ *    equal to the original kernels ("v1"), on random codes and on every fp8
+ *    code (subnormals, +-0, e4m3 NaN codes), single and multi launches,
+ *    including long rows whose K is split over 2 or 4 warps;
  *  - the GPU GEMV stays within the test_gpu_ops tolerance (1e-5 of max|ref|)
  *    of the CPU backend;
  *  - gk_gemv_multi_ok / gk_int8_gemv_multi_ok refuse mixed jobs, and
@@ -284,15 +285,16 @@ static void check_job(job *j, const char *what, int vs_cpu, float **ref) {
 /* The variants: every combination of the knobs, float and int8 alike
  * (fp8 widening only varied for fp8 weights). */
 static int variant_spec(int v, int fp8, char *buf, size_t n) {
-    static const char *f8[4] = {"f32", "h2", "fold", "f32s"};
+    static const char *f8[5] = {"f32", "h2", "fold", "f32s", "h2x"};
     static const int us[3] = {0, 2, 4};
     static const char *rows[4] = {"r1=0,rm=0,i8r1=0,i8rm=0", "r1=1,rm=2,i8r1=1,i8rm=2", "r1=4,rm=4,i8r1=4,i8rm=4",
                                   "r1=2,rm=4,i8r1=2,i8rm=4"};
-    const int nf = fp8 ? 4 : 1, total = nf * 3 * 2 * 2 * 4;
+    const int nf = fp8 ? 5 : 1, total = nf * 3 * 2 * 2 * 4;
     if (v >= total) return 0;
     int fi = v % nf, u = us[(v / nf) % 3], na = (v / nf / 3) % 2, wpb = (v / nf / 6) % 2, r = v / nf / 12;
-    snprintf(buf, n, "v1,fp8=%s,u=%d,na=%d,wpb=%d,i8u=%d,i8na=%d,i8wpb=%d,%s", f8[fi], u, na, wpb ? 8 : 4, u, na,
-             wpb ? 8 : 4, rows[r]);
+    /* the K loop rotates through the variants (5 widenings: every loop meets every widening) */
+    snprintf(buf, n, "v1,fp8=%s,u=%d,na=%d,wpb=%d,i8u=%d,i8na=%d,i8wpb=%d,%s,loop=%d", f8[fi], u, na, wpb ? 8 : 4, u,
+             na, wpb ? 8 : 4, rows[r], v % 3);
     return 1;
 }
 
@@ -303,7 +305,13 @@ static void test_multi_and_variants(void) {
     static const struct {
         int count, n[3];
         int64_t k, ld[3];
-    } S[] = {{2, {37, 136, 0}, 384, {384, 400, 0}}, {3, {101, 9, 64}, 400, {400, 416, 400}}, {3, {5, 77, 33}, 256, {256, 256, 272}}};
+    } S[] = {{2, {37, 136, 0}, 384, {384, 400, 0}},
+             {3, {101, 9, 64}, 400, {400, 416, 400}},
+             {3, {5, 77, 33}, 256, {256, 256, 272}},
+             /* long rows: 16/32-bit weights split K over 4 warps (4624) and 2 (2320; f32: 4), with a
+              * partial last block */
+             {2, {21, 6, 0}, 4624, {4624, 4640, 0}},
+             {2, {13, 3, 0}, 2320, {2320, 2336, 0}}};
     char saved[256], spec[256];
     gk_gemv_tune_str(saved, sizeof saved);
     for (size_t f = 0; f < sizeof FMTS / sizeof FMTS[0]; f++) {

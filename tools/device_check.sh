@@ -77,11 +77,17 @@ e2e() { # dir label plen
 
 if want e2e; then
   echo "== end to end, Qwen3-8B shapes =="
-  for fmt in fp8-block int8 bf16; do
+  for fmt in ${E2E_FORMATS:-fp8-block int8 bf16}; do
     d=/dev/shm/q8b-$fmt
     timeout 150 python3 tools/make_bench_model.py "$d" --preset qwen3-8b --format "$fmt" > /dev/null 2>&1 || { note "e2e $fmt: generation failed/timed out"; continue; }
     e2e "$d" "$fmt" 512
     DOTLM_DISABLE=cuda.pdl e2e "$d" "$fmt-nopdl" 512
+    # E2E_VARIANTS="label:VAR=v VAR2=w;label2:..." adds a decode run at 512 per entry
+    IFS=';' read -ra evs <<< "${E2E_VARIANTS:-}"
+    for ev in "${evs[@]}"; do
+      [ -n "$ev" ] || continue
+      env ${ev#*:} bash -c "$(declare -f e2e note); B=$B OUT=$OUT; e2e '$d' '$fmt-${ev%%:*}' 512" | grep '^>>'
+    done
     [ -n "${E2E_SHORT:-}" ] || e2e "$d" "$fmt" 4096
     if [ "$fmt" = fp8-block ] && want ncu; then
       NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)

@@ -374,6 +374,10 @@ typedef struct {
 static const char *const VARIANTS_ALL[] = {
     "v1",
     "default",
+    "default,loop=0,fp8=h2",
+    "default,loop=0",
+    "default,fp8=h2",
+    "default,loop=2",
     "v1,fp8=h2",
     "v1,u=4,i8u=4",
     "v1,na=1,i8na=1",

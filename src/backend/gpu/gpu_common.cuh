@@ -314,6 +314,7 @@ const dl_gemv_cfg &dl_gemv_cfg_now();
 struct dl_gv_job {
     gk_weight w[GK_MULTI_MAX];
     float *y[GK_MULTI_MAX];
+    int ks[GK_MULTI_MAX]; /* warps splitting each weight's K (float GEMV; 1 = none) */
     unsigned b1, b2;
     unsigned bk_magic; /* WS_BLOCK: ceil(2^32 / bk), so kk / bk = umulhi(kk, bk_magic) for kk * bk < 2^32; else 0 */
 };
@@ -325,6 +326,7 @@ struct dl_gv_sel {
     float *y;
     int n;
     int64_t ld;
+    int ks;     /* warps sharing a row group, each over every ks-th warp-wide chunk span */
     unsigned b; /* block index inside this weight */
 };
 static __device__ __forceinline__ dl_gv_sel dl_gv_pick(const dl_gv_job &j) {
@@ -337,6 +339,7 @@ static __device__ __forceinline__ dl_gv_sel dl_gv_pick(const dl_gv_job &j) {
     g.y = i == 0 ? j.y[0] : i == 1 ? j.y[1] : j.y[2];
     g.n = (int)(i == 0 ? j.w[0].n : i == 1 ? j.w[1].n : j.w[2].n);
     g.ld = i == 0 ? j.w[0].ld : i == 1 ? j.w[1].ld : j.w[2].ld;
+    g.ks = i == 0 ? j.ks[0] : i == 1 ? j.ks[1] : j.ks[2];
     g.b = bid - (i == 0 ? 0u : i == 1 ? j.b1 : j.b2);
     return g;
 }
@@ -346,18 +349,22 @@ static __device__ __forceinline__ float dl_gv_rowscale(int scale_kind, const flo
     if (scale_kind == WS_CHANNEL) return scale[row];
     return 1.0f;
 }
-/* Host: fill a job for `count` weights with `rpb` rows per block; returns the
- * grid size (total blocks). */
-static inline unsigned dl_gv_job_make(dl_gv_job *j, const gk_weight *w, float *const *y, int count, int rpb) {
+/* Host: fill a job for `count` weights, blocks of wpb warps with R rows per
+ * row group and ks[i] warps per row group of weight i (ks NULL: 1), so
+ * wpb / ks[i] * R rows per block; returns the grid size (total blocks). */
+static inline unsigned dl_gv_job_make(dl_gv_job *j, const gk_weight *w, float *const *y, int count, int wpb, int R,
+                                      const int *ks) {
     unsigned start[GK_MULTI_MAX + 1] = {0, 0, 0, 0};
     for (int i = 0; i < GK_MULTI_MAX; i++) {
         if (i < count) {
             j->w[i] = w[i];
             j->y[i] = y[i];
-            start[i + 1] = start[i] + (unsigned)DL_CDIV(w[i].n, (int64_t)rpb);
+            j->ks[i] = ks ? ks[i] : 1;
+            start[i + 1] = start[i] + (unsigned)DL_CDIV(w[i].n, (int64_t)(wpb / j->ks[i] * R));
         } else {
             j->w[i] = w[0];
             j->y[i] = y[0];
+            j->ks[i] = j->ks[0];
             start[i + 1] = start[i];
         }
     }

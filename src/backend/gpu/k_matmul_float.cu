@@ -1,6 +1,6 @@
-/* Matmul for weights widened to fp32 in registers: f32, f16, bf16, fp8
- * (e4m3/e5m2; GEMV by bit arithmetic, GEMM through a 256-entry shared-memory
- * table) and int8 weight-only. y[M, n] = x[M, k] W^T * scale (+ bias).
+/* GEMV for weights widened to fp32 in registers: f32, f16, bf16, fp8
+ * (e4m3/e5m2, by bit arithmetic) and int8 weight-only; and the reference
+ * matmul. y[M, n] = x[M, k] W^T * scale (+ bias).
  *
  * GEMV (M <= 8): a warp takes R rows, wpb warps per block, and one launch
  * may cover up to three weights sharing x (gk_gemv_multi); each lane streams
@@ -9,13 +9,11 @@
  * each 16-byte chunk gives a partial p (sequential FMAs); a block scale is
  * folded per chunk (chunks never straddle a K block); lanes are combined by a
  * fixed butterfly. Variants (dl_gemv_cfg: fp8 widening, U, L1 policy, R,
- * wpb) keep that order and every widened value, so they are bitwise equal.
- * GEMM (M > 8 or GEMV not applicable): 128x128 tiles, BK=8,
- * 256 threads with 8x8 outputs each, double-buffered shared memory; every
- * output is one sequential FMA chain over k (block scales multiplied into
- * the weight element as it is widened). Both orders are fixed, so results
- * are bitwise reproducible; they differ between the two paths (documented
- * in docs/gpu_backend.md). */
+ * wpb; and the K loop: dl_k_gemv_f or the software-pipelined dl_k_gemv_fp)
+ * keep that order and every widened value, so they are bitwise equal.
+ * The GEMM (M > 8 or GEMV not applicable) is k_gemm_float.cu. Both orders
+ * are fixed, so results are bitwise reproducible; they differ between the
+ * two paths (documented in docs/gpu_backend.md). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,11 +54,23 @@
  *    2^-109 <= |x| < 2^120 (then every exact intermediate is a multiple of
  *    2^-141, so values under 2^-118 are representable in both domains and
  *    larger ones stay normal): opt-in, see docs/gpu_backend.md.
+ *  - DL_FP8_H2X (e4m3): DL_FP8_H2 without the multiply by 256; instead the
+ *    activations are multiplied by 256 as they are loaded (x' = x * 2^8,
+ *    exact for |x| < 2^120; shared by the R rows), so every FMA sees
+ *    (value * 2^-8) * (x * 2^8), the same real product as value * x, and
+ *    rounds to the same bits. Used where that is fewer multiplies (16 M
+ *    per chunk for R rows against 8 HMUL2 per row: M = 1, R = 4); elsewhere
+ *    it is DL_FP8_H2. |x| >= 2^120 (fp32 max is ~2^128) gives x' = +-inf,
+ *    so such a row's outputs become +-inf or NaN where DL_FP8_H2 may be
+ *    finite; activations never come near.
  * e4m3fn NaN codes read as +-480 in every variant; e5m2 inf/NaN codes read
  * as large finite values in DL_FP8_F32 and as inf/NaN (as the CPU) in
  * DL_FP8_H2; checkpoints contain neither. */
+/* The fp8 widening after DL_FP8_F32S (the DL_FP8_* enum of gpu_common.cuh
+ * is shared with other files; this value is used only here). */
+enum { DL_FP8_H2X = 4 };
 template <int DT, int CV> struct dl_gv {
-    static const bool FOLD = false;
+    static const bool FOLD = false, XS = false;
     static __device__ __forceinline__ void cvt16(uint4 r, float *f) { dl_wt<DT>::cvt16(r, f, nullptr); }
 };
 template <int SH>
@@ -74,7 +84,7 @@ static __device__ __forceinline__ void dl_fp8x4_f32(uint32_t v, float *f, float 
     }
 }
 template <> struct dl_gv<DT_F8E4M3, DL_FP8_F32> {
-    static const bool FOLD = false;
+    static const bool FOLD = false, XS = false;
     static __device__ __forceinline__ void cvt16(uint4 r, float *f) {
         const float k = 0x1p120f;
         dl_fp8x4_f32<20>(r.x, f, k); dl_fp8x4_f32<20>(r.y, f + 4, k);
@@ -82,7 +92,7 @@ template <> struct dl_gv<DT_F8E4M3, DL_FP8_F32> {
     }
 };
 template <> struct dl_gv<DT_F8E5M2, DL_FP8_F32> {
-    static const bool FOLD = false;
+    static const bool FOLD = false, XS = false;
     static __device__ __forceinline__ void cvt16(uint4 r, float *f) {
         const float k = 0x1p112f;
         dl_fp8x4_f32<21>(r.x, f, k); dl_fp8x4_f32<21>(r.y, f + 4, k);
@@ -100,7 +110,7 @@ static __device__ __forceinline__ void dl_e4m3x4_f32s(uint32_t v, float *f) {
     f[3] = __uint_as_float((b & 0x087f0000u) << 4);
 }
 template <> struct dl_gv<DT_F8E4M3, DL_FP8_F32S> {
-    static const bool FOLD = false;
+    static const bool FOLD = false, XS = false;
     static __device__ __forceinline__ void cvt16(uint4 r, float *f) {
         dl_e4m3x4_f32s(r.x, f); dl_e4m3x4_f32s(r.y, f + 4);
         dl_e4m3x4_f32s(r.z, f + 8); dl_e4m3x4_f32s(r.w, f + 12);
@@ -141,29 +151,104 @@ static __device__ __forceinline__ void dl_e5m2x4_h2(uint32_t v, float *f) {
     dl_h2_f32(dl_prmt(v, 0u, 0x3424u), f + 2);
 }
 template <> struct dl_gv<DT_F8E4M3, DL_FP8_H2> {
-    static const bool FOLD = false;
+    static const bool FOLD = false, XS = false;
     static __device__ __forceinline__ void cvt16(uint4 r, float *f) {
         dl_e4m3x4_h2<1>(r.x, f); dl_e4m3x4_h2<1>(r.y, f + 4);
         dl_e4m3x4_h2<1>(r.z, f + 8); dl_e4m3x4_h2<1>(r.w, f + 12);
     }
 };
 template <> struct dl_gv<DT_F8E4M3, DL_FP8_FOLD> {
-    static const bool FOLD = true; /* f = value * 2^-8; the chunk scale carries 2^8 */
+    static const bool FOLD = true, XS = false; /* f = value * 2^-8; the chunk scale carries 2^8 */
+    static __device__ __forceinline__ void cvt16(uint4 r, float *f) {
+        dl_e4m3x4_h2<0>(r.x, f); dl_e4m3x4_h2<0>(r.y, f + 4);
+        dl_e4m3x4_h2<0>(r.z, f + 8); dl_e4m3x4_h2<0>(r.w, f + 12);
+    }
+};
+template <> struct dl_gv<DT_F8E4M3, DL_FP8_H2X> {
+    static const bool FOLD = false, XS = true; /* f = value * 2^-8; x * 2^8 as it is loaded */
     static __device__ __forceinline__ void cvt16(uint4 r, float *f) {
         dl_e4m3x4_h2<0>(r.x, f); dl_e4m3x4_h2<0>(r.y, f + 4);
         dl_e4m3x4_h2<0>(r.z, f + 8); dl_e4m3x4_h2<0>(r.w, f + 12);
     }
 };
 template <> struct dl_gv<DT_F8E5M2, DL_FP8_H2> {
-    static const bool FOLD = false;
+    static const bool FOLD = false, XS = false;
     static __device__ __forceinline__ void cvt16(uint4 r, float *f) {
         dl_e5m2x4_h2(r.x, f); dl_e5m2x4_h2(r.y, f + 4);
         dl_e5m2x4_h2(r.z, f + 8); dl_e5m2x4_h2(r.w, f + 12);
     }
 };
 
+/* int8 weight-only, CV = 1 (the new loop, dl_k_gemv_fp): the same exact
+ * values without a conversion instruction (I2F is a slow pipe on sm_90):
+ * the code + 128 (flipped sign bit) becomes the low byte of the fp32 2^23
+ * (one PRMT per element: 0x4B0000uu = 2^23 + u), minus 2^23 + 128 (exact:
+ * all three are integers below 2^24). HIP converts bytes natively. */
+static __device__ __forceinline__ void dl_i8x4_mag(uint32_t v, float *f) {
+    const uint32_t u = v ^ 0x80808080u;
+#pragma unroll
+    for (int e = 0; e < 4; e++) f[e] = __fadd_rn(__uint_as_float(dl_prmt(u, 0x4bu, 0x4550u | (unsigned)e)), -8388736.0f);
+}
+template <> struct dl_gv<DT_I8, 1> {
+    static const bool FOLD = false, XS = false;
+    static __device__ __forceinline__ void cvt16(uint4 r, float *f) {
+#if DL_WARP == 32
+        dl_i8x4_mag(r.x, f); dl_i8x4_mag(r.y, f + 4); dl_i8x4_mag(r.z, f + 8); dl_i8x4_mag(r.w, f + 12);
+#else
+        dl_wt<DT_I8>::cvt16(r, f, nullptr);
+#endif
+    }
+};
+
 /* The chunk scale of weights without block scales. */
 static __device__ const float dl_one = 1.0f;
+
+/* GEMV epilogue: each lane's acc[r][m] summed over the warp (fixed
+ * butterfly); with a K split (g.ks > 1) the ks warps of a row group then
+ * add their sums in warp order (through shared memory; every warp of the
+ * block must get here); times the tensor/channel scale, plus bias, stored
+ * for the rows n0 + r < g.n. */
+template <int R, int MR>
+static __device__ __forceinline__ void dl_gv_store(float (&acc)[R][MR], const dl_gv_sel &g, int sk, int n0, int lane) {
+    if (g.ks > 1) {
+        __shared__ float red[GEMV_MAXT / DL_WARP][R * MR];
+        const int wid = threadIdx.x / DL_WARP;
+#pragma unroll
+        for (int r = 0; r < R; r++)
+#pragma unroll
+            for (int m = 0; m < MR; m++) {
+                const float v = dl_warp_sum(acc[r][m]);
+                if (lane == 0) red[wid][r * MR + m] = v;
+            }
+        __syncthreads();
+        if (lane != 0 || wid % g.ks) return;
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const int n = n0 + r;
+            if (n >= g.n) continue;
+            const float rs = dl_gv_rowscale(sk, g.scale, n);
+            const float b = g.bias ? g.bias[n] : 0.0f;
+#pragma unroll
+            for (int m = 0; m < MR; m++) {
+                float v = red[wid][r * MR + m];
+                for (int w = 1; w < g.ks; w++) v = __fadd_rn(v, red[wid + w][r * MR + m]);
+                g.y[(int64_t)m * g.n + n] = __fadd_rn(__fmul_rn(v, rs), b);
+            }
+        }
+        return;
+    }
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const int n = n0 + r;
+        const float rs = n < g.n ? dl_gv_rowscale(sk, g.scale, n) : 0.0f;
+        const float b = (n < g.n && g.bias) ? g.bias[n] : 0.0f;
+#pragma unroll
+        for (int m = 0; m < MR; m++) {
+            float v = dl_warp_sum(acc[r][m]);
+            if (lane == 0 && n < g.n) g.y[(int64_t)m * g.n + n] = __fadd_rn(__fmul_rn(v, rs), b);
+        }
+    }
+}
 
 /* Float GEMV over a job of 1..3 weights (dl_gv_job): y_i[m, n] =
  * (sum_k x[m, k] W_i[n, k]) * rowscale + bias. One warp per R rows,
@@ -184,8 +269,9 @@ __global__ void __launch_bounds__(GEMV_MAXT)
     typedef dl_gv<DT, CV> G;
     const dl_gv_sel g = dl_gv_pick(j);
     const int lane = threadIdx.x % DL_WARP, wid = threadIdx.x / DL_WARP, wpb = blockDim.x / DL_WARP;
-    const int n0 = ((int)g.b * wpb + wid) * R;
-    if (n0 >= g.n) return;
+    const int wks = wid % g.ks; /* this warp's share of the K split */
+    const int n0 = ((int)g.b * (wpb / g.ks) + wid / g.ks) * R;
+    if (g.ks == 1 && n0 >= g.n) return; /* split: every warp meets the epilogue's barrier (rows clamp) */
     const int K = (int)j.w[0].k;
     const int sk = j.w[0].scale_kind;
     /* chunk scale = srow[r][umulhi(kk, magic)]: the row's block scales, or
@@ -204,9 +290,9 @@ __global__ void __launch_bounds__(GEMV_MAXT)
     for (int r = 0; r < R; r++)
 #pragma unroll
         for (int m = 0; m < MR; m++) acc[r][m] = 0.0f;
-    const int step = DL_WARP * T::VEC;
-    for (int k0 = lane * T::VEC; k0 < K; k0 += step * U) {
-        uint4 raw[U][R]; /* chunks past K are neither loaded nor used */
+    const int step = DL_WARP * g.ks * T::VEC; /* a lane's chunks are step apart */
+    uint4 raw[U][R]; /* chunks past K are neither loaded nor used */
+    auto load = [&](int k0) {
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const int kk = k0 + u * step;
@@ -215,6 +301,9 @@ __global__ void __launch_bounds__(GEMV_MAXT)
                 for (int r = 0; r < R; r++) raw[u][r] = dl_ldw16<NA>(wrow[r] + kk * T::ES);
             }
         }
+    };
+    /* the U chunks of the group at k0 (loaded in raw) into acc */
+    auto compute = [&](int k0) {
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const int kk = k0 + u * step;
@@ -235,6 +324,9 @@ __global__ void __launch_bounds__(GEMV_MAXT)
                     for (int q = 0; q < T::VEC / 4; q++) {
                         float4 t = xp[q];
                         xv[4 * q] = t.x; xv[4 * q + 1] = t.y; xv[4 * q + 2] = t.z; xv[4 * q + 3] = t.w;
+                        if (G::XS)
+#pragma unroll
+                            for (int e = 4 * q; e < 4 * q + 4; e++) xv[e] *= 256.0f; /* exact, |x| < 2^120 */
                     }
 #pragma unroll
                     for (int r = 0; r < R; r++) {
@@ -246,18 +338,181 @@ __global__ void __launch_bounds__(GEMV_MAXT)
                 }
             }
         }
+    };
+    int k0 = (lane + DL_WARP * wks) * T::VEC;
+    /* the first group's loads are issued before the PDL wait and made its
+     * input (else the compiler sinks them below it); each later group is
+     * loaded right after the previous one is consumed. Measured on the
+     * H200 (2026-11-30, fp8 Qwen3-8B decode at 512): 248.7 tok/s, against
+     * 239.8 with a plain load-then-compute loop after the wait. */
+    load(k0); /* weights only: before the wait for the kernel that made x */
+    uint32_t dep = 0;
+#pragma unroll
+    for (int u = 0; u < U; u++)
+#pragma unroll
+        for (int r = 0; r < R; r++) dep ^= k0 + u * step < K ? dl_xor4(raw[u][r]) : 0u;
+    dl_pdl_enter_after(dep, (uint32_t *)g.y);
+    for (;;) {
+        compute(k0);
+        k0 += step * U;
+        if (k0 >= K) break;
+        load(k0);
     }
+    dl_gv_store<R, MR>(acc, g, sk, n0, lane);
+}
+
+template <bool B> struct dl_tag { static constexpr bool value = B; };
+
+/* dl_k_gemv_f with the K loop restructured (knob loop): the same chunks,
+ * partials, FMA order, widened values and epilogue, hence the same bits.
+ * A lane's nc chunks run in groups of U. Software pipelined: as soon as
+ * chunk u of a group is widened, its registers are refilled with chunk u of
+ * the next group, so U vectors per row stay in flight while the lane
+ * computes (dl_k_gemv_f issues a group only after finishing the previous
+ * one). Groups whose next group is complete run without bounds checks, on
+ * pointers advanced once per group (loads at immediate offsets); the last
+ * groups are checked. 16/32-bit weights without block scales skip the
+ * scale load (fma(p, 1, acc) is acc + p). With 2 M <= R all activation
+ * rows of a chunk stay in registers and the rows are widened one at a time
+ * (fewer live registers), else the reverse, as dl_k_gemv_f. The first group
+ * is loaded before dl_pdl_enter() (weights only; x is read after it). Same
+ * contract as dl_k_gemv_f. */
+template <int DT, int MR, int R, int U, int CV, int NA>
+__global__ void __launch_bounds__(GEMV_MAXT)
+    dl_k_gemv_fp(const float *__restrict__ x, const dl_gv_job j) {
+    typedef dl_wt<DT> T;
+    typedef dl_gv<DT, CV> G;
+    const dl_gv_sel g = dl_gv_pick(j);
+    const int lane = threadIdx.x % DL_WARP, wid = threadIdx.x / DL_WARP, wpb = blockDim.x / DL_WARP;
+    const int wks = wid % g.ks; /* this warp's share of the K split */
+    const int n0 = ((int)g.b * (wpb / g.ks) + wid / g.ks) * R;
+    if (g.ks == 1 && n0 >= g.n) return; /* split: every warp meets the epilogue's barrier (rows clamp) */
+    const int K = (int)j.w[0].k;
+    const int sk = j.w[0].scale_kind;
+    const unsigned magic = j.bk_magic; /* chunk scale = srow[r][umulhi(k, magic)], as dl_k_gemv_f */
+    const int step = DL_WARP * g.ks * T::VEC;     /* elements from one chunk of a lane to its next */
+    const int kl = (lane + DL_WARP * wks) * T::VEC; /* the lane's first element */
+    const int nc = kl < K ? (K - kl + step - 1) / step : 0; /* the lane's chunks */
+    const char *wp[R]; /* the group's first chunk in each row */
+    const float *srow[R];
 #pragma unroll
     for (int r = 0; r < R; r++) {
-        const int n = n0 + r;
-        const float rs = n < g.n ? dl_gv_rowscale(sk, g.scale, n) : 0.0f;
-        const float b = (n < g.n && g.bias) ? g.bias[n] : 0.0f;
-#pragma unroll
-        for (int m = 0; m < MR; m++) {
-            float v = dl_warp_sum(acc[r][m]);
-            if (lane == 0 && n < g.n) g.y[(int64_t)m * g.n + n] = __fadd_rn(__fmul_rn(v, rs), b);
-        }
+        const int n = n0 + r < g.n ? n0 + r : g.n - 1; /* tail rows recompute the last row */
+        wp[r] = g.data + ((int64_t)n * g.ld + kl) * T::ES;
+        srow[r] = sk == WS_BLOCK ? g.scale + (int64_t)(n / j.w[0].bn) * j.w[0].kb : &dl_one;
     }
+    uint4 raw[U][R]; /* chunk u of the current group; past the lane's chunks neither loaded nor used */
+#pragma unroll
+    for (int u = 0; u < U; u++)
+        if (u < nc)
+#pragma unroll
+            for (int r = 0; r < R; r++) raw[u][r] = dl_ldw16<NA>(wp[r] + u * step * T::ES);
+    uint32_t dep = 0;
+#pragma unroll
+    for (int u = 0; u < U; u++)
+#pragma unroll
+        for (int r = 0; r < R; r++) dep ^= u < nc ? dl_xor4(raw[u][r]) : 0u;
+    dl_pdl_enter_after(dep, (uint32_t *)g.y); /* x is read only from here on */
+    float acc[R][MR];
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int m = 0; m < MR; m++) acc[r][m] = 0.0f;
+    const float *xp = x + kl;   /* the group's first chunk in x row 0 */
+    unsigned kg = (unsigned)kl; /* its element index */
+    /* the K loop; BLK: chunk scales loaded (else 1) */
+    auto run = [&](auto blk) {
+        constexpr bool BLK = decltype(blk)::value;
+        /* chunk u of the group: widen it, refill its registers with chunk u
+         * of the next group (when next), fold its partials into acc */
+        auto chunk = [&](int u, bool next) {
+            float s[R];
+            if (BLK) {
+                const unsigned si = __umulhi(kg + (unsigned)(u * step), magic);
+#pragma unroll
+                for (int r = 0; r < R; r++) s[r] = srow[r][si];
+            } else {
+#pragma unroll
+                for (int r = 0; r < R; r++) s[r] = 1.0f;
+            }
+            if (G::FOLD)
+#pragma unroll
+                for (int r = 0; r < R; r++) s[r] *= 256.0f; /* exact */
+            /* activation row m of the chunk (times 2^8 for XS: exact, |x| < 2^120) */
+            auto xload = [&](int m, float *xv) {
+                const float4 *xq = (const float4 *)(xp + (int64_t)m * K + u * step);
+#pragma unroll
+                for (int q = 0; q < T::VEC / 4; q++) {
+                    float4 t = xq[q];
+                    xv[4 * q] = t.x; xv[4 * q + 1] = t.y; xv[4 * q + 2] = t.z; xv[4 * q + 3] = t.w;
+                    if (G::XS)
+#pragma unroll
+                        for (int e = 4 * q; e < 4 * q + 4; e++) xv[e] *= 256.0f;
+                }
+            };
+            /* the products of row r with activation row m, folded into acc */
+            auto fold = [&](int r, int m, const float *f, const float *xv) {
+                float p = 0.0f;
+#pragma unroll
+                for (int e = 0; e < T::VEC; e++) p = fmaf(f[e], xv[e], p);
+                acc[r][m] = fmaf(p, s[r], acc[r][m]);
+            };
+            if constexpr (2 * MR <= R) { /* all activation rows live, one widened row at a time */
+                float xv[MR][T::VEC];
+#pragma unroll
+                for (int m = 0; m < MR; m++) xload(m, xv[m]);
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    float f[T::VEC];
+                    G::cvt16(raw[u][r], f);
+                    if (next) raw[u][r] = dl_ldw16<NA>(wp[r] + (U + u) * step * T::ES);
+#pragma unroll
+                    for (int m = 0; m < MR; m++) fold(r, m, f, xv[m]);
+                }
+            } else { /* all widened rows live, one activation row at a time */
+                float f[R][T::VEC];
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    G::cvt16(raw[u][r], f[r]);
+                    if (next) raw[u][r] = dl_ldw16<NA>(wp[r] + (U + u) * step * T::ES);
+                }
+#pragma unroll
+                for (int m = 0; m < MR; m++) {
+                    float xv[T::VEC];
+                    xload(m, xv);
+#pragma unroll
+                    for (int r = 0; r < R; r++) fold(r, m, f[r], xv);
+                }
+            }
+        };
+        auto advance = [&]() {
+#pragma unroll
+            for (int r = 0; r < R; r++) wp[r] += U * step * T::ES;
+            xp += U * step;
+            kg += (unsigned)(U * step);
+        };
+        /* UG groups per unchecked iteration: 2 for 16/32-bit weights (fewer
+         * register moves at the loop edge), 1 for 8-bit (long bodies) */
+        constexpr int UG = T::VEC == 16 ? 1 : 2;
+        int left = nc; /* chunks not yet folded, the first U of them in raw */
+        for (; left >= (UG + 1) * U; left -= UG * U) {
+#pragma unroll
+            for (int i = 0; i < UG; i++) {
+#pragma unroll
+                for (int u = 0; u < U; u++) chunk(u, true);
+                advance();
+            }
+        }
+        for (; left > 0; left -= U) { /* at most UG + 1 groups, the last one maybe partial */
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                if (u < left) chunk(u, U + u < left);
+            advance();
+        }
+    };
+    if (T::VEC < 16 && sk != WS_BLOCK) run(dl_tag<false>());
+    else run(dl_tag<true>());
+    dl_gv_store<R, MR>(acc, g, sk, n0, lane);
 }
 
 /* fp8 GEMV through fp16: codes widened by an fp16 table, activations rounded
@@ -267,6 +522,7 @@ __global__ void __launch_bounds__(GEMV_MAXT)
 template <int E5, int MR>
 __global__ void __launch_bounds__(GEMV_WPB *DL_WARP)
     dl_k_h2_gemv_fp8(float *__restrict__ y, const float *__restrict__ x, gk_weight w) {
+    dl_pdl_enter();
     __shared__ __half htab[256];
     for (int i = threadIdx.x; i < 256; i += blockDim.x) htab[i] = __float2half_rn(dl_fp8_decode(i, E5));
     __syncthreads();
@@ -312,100 +568,10 @@ __global__ void __launch_bounds__(GEMV_WPB *DL_WARP)
     }
 }
 
-#define GB 128
-#define GBK 8
-
-template <int DT>
-__global__ void __launch_bounds__(256)
-    dl_k_gemm_f(float *__restrict__ y, const float *__restrict__ x, gk_weight w, int M) {
-    typedef dl_wt<DT> T;
-    __shared__ float tab[256];
-    __shared__ __align__(16) float As[2][GBK][GB];
-    __shared__ __align__(16) float Bs[2][GBK][GB];
-    if (DT == DT_F8E4M3 || DT == DT_F8E5M2) dl_fp8_table(tab, DT == DT_F8E5M2);
-    const int t = threadIdx.x, tx = t % 16, ty = t / 16;
-    const int64_t m0 = (int64_t)blockIdx.y * GB, n0 = (int64_t)blockIdx.x * GB;
-    const int lr = t / 2, lc = (t % 2) * 4;
-    const int64_t K = w.k;
-    const bool blk = w.scale_kind == WS_BLOCK;
-    const int64_t am = m0 + lr, bn = n0 + lr;
-    const bool aval = am < M, bval = bn < w.n;
-    const float *xrow = x + (aval ? am : 0) * K;
-    const char *wrow = (const char *)w.data + (bval ? bn : 0) * w.ld * T::ES;
-    const float *srow = blk ? w.scale + ((bval ? bn : 0) / w.bn) * w.kb : nullptr;
-
-    float acc[8][8];
-#pragma unroll
-    for (int i = 0; i < 8; i++)
-#pragma unroll
-        for (int j = 0; j < 8; j++) acc[i][j] = 0.0f;
-
-    float ra[4], rb[4];
-#define GEMM_LOAD(k0)                                                              \
-    do {                                                                           \
-        if (aval) {                                                                \
-            float4 v = *(const float4 *)(xrow + (k0) + lc);                        \
-            ra[0] = v.x; ra[1] = v.y; ra[2] = v.z; ra[3] = v.w;                    \
-        } else ra[0] = ra[1] = ra[2] = ra[3] = 0.0f;                               \
-        if (bval) {                                                                \
-            T::load4(wrow + ((k0) + lc) * T::ES, rb, tab);                         \
-            if (blk) {                                                             \
-                const int64_t kc_ = (k0) + lc;                                     \
-                float s_ = srow[w.bk_shift >= 0 ? (kc_ >> w.bk_shift) : kc_ / w.bk];                                \
-                rb[0] *= s_; rb[1] *= s_; rb[2] *= s_; rb[3] *= s_;                \
-            }                                                                      \
-        } else rb[0] = rb[1] = rb[2] = rb[3] = 0.0f;                               \
-    } while (0)
-#define GEMM_STORE(buf)                                                            \
-    do {                                                                           \
-        for (int i_ = 0; i_ < 4; i_++) {                                           \
-            As[buf][lc + i_][lr] = ra[i_];                                         \
-            Bs[buf][lc + i_][lr] = rb[i_];                                         \
-        }                                                                          \
-    } while (0)
-
-    const int64_t nk = K / GBK;
-    GEMM_LOAD(0);
-    GEMM_STORE(0);
-    __syncthreads();
-    for (int64_t kt = 0; kt < nk; kt++) {
-        const int cur = (int)(kt & 1);
-        if (kt + 1 < nk) GEMM_LOAD((kt + 1) * GBK);
-#pragma unroll
-        for (int kk = 0; kk < GBK; kk++) {
-            float4 a0 = *(const float4 *)&As[cur][kk][ty * 4];
-            float4 a1 = *(const float4 *)&As[cur][kk][64 + ty * 4];
-            float4 b0 = *(const float4 *)&Bs[cur][kk][tx * 4];
-            float4 b1 = *(const float4 *)&Bs[cur][kk][64 + tx * 4];
-            float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-            float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
-#pragma unroll
-            for (int i = 0; i < 8; i++)
-#pragma unroll
-                for (int j = 0; j < 8; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-        }
-        if (kt + 1 < nk) GEMM_STORE(cur ^ 1);
-        __syncthreads();
-    }
-#undef GEMM_LOAD
-#undef GEMM_STORE
-#pragma unroll
-    for (int j = 0; j < 8; j++) {
-        int64_t n = n0 + (j < 4 ? tx * 4 + j : 64 + tx * 4 + j - 4);
-        if (n >= w.n) continue;
-        const float rs = dl_rowscale(w, n);
-        const float b = w.bias ? w.bias[n] : 0.0f;
-#pragma unroll
-        for (int i = 0; i < 8; i++) {
-            int64_t m = m0 + (i < 4 ? ty * 4 + i : 64 + ty * 4 + i - 4);
-            if (m < M) y[m * w.n + n] = __fadd_rn(__fmul_rn(acc[i][j], rs), b);
-        }
-    }
-}
-
 /* Reference: one thread per output, element by element as w_get() defines
  * it (value * scale), any shape and alignment. */
 __global__ void dl_k_matmul_ref(float *__restrict__ y, const float *__restrict__ x, gk_weight w) {
+    dl_pdl_enter();
     const int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     const int64_t m = blockIdx.y;
     if (n >= w.n) return;
@@ -437,25 +603,36 @@ extern "C" int gk_gemv_ok(const gk_weight *w) {
     return 1;
 }
 
-extern "C" int gk_gemm_ok(const gk_weight *w) {
-    if (!vec_of(w->dtype)) return 0;
-    if (((uintptr_t)w->data & 15) || (w->ld * es_of(w->dtype)) % 16 || w->k % GBK) return 0;
-    if (w->scale_kind == WS_BLOCK && w->bk % 4) return 0;
-    return 1;
-}
 
 /* ---- GEMV variants (dl_gemv_cfg) ---- */
 
-static void cfg_v1(dl_gemv_cfg *c) { /* the kernels as they were before the variants */
-    *c = dl_gemv_cfg{DL_FP8_F32, 2, 0, 4, 0, 0, 2, 0, 4, 0, 0};
+/* The knobs: dl_gemv_cfg (shared with k_matmul_int8.cu) and the K loop of
+ * the float GEMV, loop = 0 (dl_k_gemv_f), 1 (dl_k_gemv_fp for fp8 weights,
+ * dl_k_gemv_f for the others) or 2 (dl_k_gemv_fp for every format); the
+ * new loop is instantiated at M <= GV_LOOP_MAXM (larger M use the old). */
+struct gv_knobs {
+    dl_gemv_cfg c;
+    int loop;
+};
+#define GV_LOOP_MAXM 2
+
+static void cfg_v1(gv_knobs *k) { /* the kernels as they were before the variants */
+    k->c = dl_gemv_cfg{DL_FP8_F32, 2, 0, 4, 0, 0, 2, 0, 4, 0, 0};
+    k->loop = 0;
 }
-static void cfg_default(dl_gemv_cfg *c) {
-    *c = dl_gemv_cfg{DL_FP8_H2, 0, 1, 4, 0, 0, 0, 1, 4, 0, 0};
+/* fp8: h2 in the first K loop. Measured on the H200 (2026-11-30, Qwen3-8B
+ * fp8 decode at 512): 248.7 tok/s, against 230.9 with h2x in the pipelined
+ * loop (fewer instructions but slower: loop=1 60/61/46% of the copy
+ * bandwidth on the bench shapes against 65/65/49% for loop=0). */
+static void cfg_default(gv_knobs *k) {
+    k->c = dl_gemv_cfg{DL_FP8_H2, 0, 1, 4, 0, 0, 0, 1, 4, 0, 0};
+    k->loop = 0;
 }
 
-/* Apply a spec "key=value,key=value" (or the words "default" / "v1") to c.
- * Returns 0, or -1 on an unknown key or value (c is then partly updated). */
-static int cfg_apply(dl_gemv_cfg *c, const char *spec) {
+/* Apply a spec "key=value,key=value" (or the words "default" / "v1") to k.
+ * Returns 0, or -1 on an unknown key or value (k is then partly updated). */
+static int cfg_apply(gv_knobs *k, const char *spec) {
+    dl_gemv_cfg *c = &k->c;
     const char *p = spec;
     while (p && *p) {
         const char *e = strchr(p, ',');
@@ -466,32 +643,33 @@ static int cfg_apply(dl_gemv_cfg *c, const char *spec) {
         kv[n] = 0;
         p = e ? e + 1 : NULL;
         if (!n) continue;
-        if (!strcmp(kv, "default")) { cfg_default(c); continue; }
-        if (!strcmp(kv, "v1")) { cfg_v1(c); continue; }
+        if (!strcmp(kv, "default")) { cfg_default(k); continue; }
+        if (!strcmp(kv, "v1")) { cfg_v1(k); continue; }
         char *eq = strchr(kv, '=');
         if (!eq) return -1;
         *eq = 0;
-        const char *k = kv, *v = eq + 1;
-        if (!strcmp(k, "fp8")) {
+        const char *key = kv, *v = eq + 1;
+        if (!strcmp(key, "fp8")) {
             if (!strcmp(v, "f32")) c->fp8 = DL_FP8_F32;
             else if (!strcmp(v, "h2")) c->fp8 = DL_FP8_H2;
             else if (!strcmp(v, "fold")) c->fp8 = DL_FP8_FOLD;
             else if (!strcmp(v, "f32s")) c->fp8 = DL_FP8_F32S;
+            else if (!strcmp(v, "h2x")) c->fp8 = DL_FP8_H2X;
             else return -1;
             continue;
         }
         char *end;
         long x = strtol(v, &end, 10);
         if (*end || end == v) return -1;
-        /* allowed values as bit masks: u 0 (auto)|2|4, na 0|1, wpb 4|8, rows 0 (default)|1|2|4 */
-        const unsigned U24 = 0x15, B01 = 0x3, W48 = 0x110, R = 0x17;
+        /* allowed values as bit masks: u 0 (auto)|2|4, na 0|1, wpb 4|8, rows 0 (default)|1|2|4, loop 0|1|2 */
+        const unsigned U24 = 0x15, B01 = 0x3, W48 = 0x110, R = 0x17, L012 = 0x7;
         const struct { const char *k; int *p; unsigned ok; } tab[] = {
             {"u", &c->u, U24}, {"na", &c->na, B01}, {"wpb", &c->wpb, W48}, {"r1", &c->r1, R},
             {"rm", &c->rm, R}, {"i8u", &c->i8u, U24}, {"i8na", &c->i8na, B01}, {"i8wpb", &c->i8wpb, W48},
-            {"i8r1", &c->i8r1, R}, {"i8rm", &c->i8rm, R}};
+            {"i8r1", &c->i8r1, R}, {"i8rm", &c->i8rm, R}, {"loop", &k->loop, L012}};
         size_t i = 0;
         for (; i < sizeof tab / sizeof tab[0]; i++)
-            if (!strcmp(k, tab[i].k)) break;
+            if (!strcmp(key, tab[i].k)) break;
         if (i == sizeof tab / sizeof tab[0] || x < 0 || x > 8 || !((tab[i].ok >> x) & 1)) return -1;
         *tab[i].p = (int)x;
     }
@@ -501,46 +679,48 @@ static int cfg_apply(dl_gemv_cfg *c, const char *spec) {
 /* The settings at start: the defaults, then the older per-knob variables
  * DOTLM_GEMV_R1/RM and DOTLM_I8_R1/RM, then DOTLM_GEMV (a spec; ignored as a
  * whole, with a line on stderr, if it does not parse). */
-static dl_gemv_cfg cfg_from_env() {
-    dl_gemv_cfg c;
-    cfg_default(&c);
+static gv_knobs cfg_from_env() {
+    gv_knobs k;
+    cfg_default(&k);
     static const char *old[4] = {"DOTLM_GEMV_R1", "DOTLM_GEMV_RM", "DOTLM_I8_R1", "DOTLM_I8_RM"};
-    int *dst[4] = {&c.r1, &c.rm, &c.i8r1, &c.i8rm};
+    int *dst[4] = {&k.c.r1, &k.c.rm, &k.c.i8r1, &k.c.i8rm};
     for (int i = 0; i < 4; i++) {
         const char *e = getenv(old[i]);
         int v = e ? atoi(e) : 0;
         if (v == 1 || v == 2 || v == 4) *dst[i] = v;
     }
     const char *e = getenv("DOTLM_GEMV");
-    dl_gemv_cfg t = c;
-    if (e && cfg_apply(&t, e) == 0) c = t;
+    gv_knobs t = k;
+    if (e && cfg_apply(&t, e) == 0) k = t;
     else if (e) fprintf(stderr, "dotlm: DOTLM_GEMV='%s' not understood (see gpu_tune.h); GEMV defaults used\n", e);
-    return c;
+    return k;
 }
 
 /* The settings in force (read from the environment once, at first use;
  * the initialisation is thread-safe, changes by gk_gemv_tune are not). */
-static dl_gemv_cfg &cfg_ref() {
-    static dl_gemv_cfg c = cfg_from_env();
-    return c;
+static gv_knobs &cfg_ref() {
+    static gv_knobs k = cfg_from_env();
+    return k;
 }
-const dl_gemv_cfg &dl_gemv_cfg_now() { return cfg_ref(); }
+const dl_gemv_cfg &dl_gemv_cfg_now() { return cfg_ref().c; }
 
 extern "C" int gk_gemv_tune(const char *spec) {
-    dl_gemv_cfg t = cfg_ref();
+    gv_knobs t = cfg_ref();
     if (!spec || cfg_apply(&t, spec)) return -1;
     cfg_ref() = t;
     return 0;
 }
 
 extern "C" void gk_gemv_tune_str(char *buf, size_t n) {
-    const dl_gemv_cfg &c = dl_gemv_cfg_now();
-    static const char *f8[4] = {"f32", "h2", "fold", "f32s"};
-    snprintf(buf, n, "fp8=%s,u=%d,na=%d,wpb=%d,r1=%d,rm=%d,i8u=%d,i8na=%d,i8wpb=%d,i8r1=%d,i8rm=%d", f8[c.fp8], c.u,
-             c.na, c.wpb, c.r1, c.rm, c.i8u, c.i8na, c.i8wpb, c.i8r1, c.i8rm);
+    const gv_knobs &k = cfg_ref();
+    const dl_gemv_cfg &c = k.c;
+    static const char *f8[5] = {"f32", "h2", "fold", "f32s", "h2x"};
+    snprintf(buf, n, "fp8=%s,u=%d,na=%d,wpb=%d,r1=%d,rm=%d,i8u=%d,i8na=%d,i8wpb=%d,i8r1=%d,i8rm=%d,loop=%d", f8[c.fp8],
+             c.u, c.na, c.wpb, c.r1, c.rm, c.i8u, c.i8na, c.i8wpb, c.i8r1, c.i8rm, k.loop);
 }
 
-/* One float GEMV launch: the job's weights, the output pointers, M, knobs. */
+/* One float GEMV launch: the job's weights, the output pointers, M, knobs
+ * (loop: 1 = dl_k_gemv_fp, resolved for the format). */
 struct gv_call {
     cudaStream_t st;
     const float *x;
@@ -548,19 +728,54 @@ struct gv_call {
     float *const *y;
     int count;
     dl_gemv_cfg cfg;
+    int loop;
 };
+
+/* Warps splitting a weight's K (part of the GEMV's summation order, so a
+ * function of the weight's shape and format only: never of M, the variant
+ * knobs or the other weights of a multi-weight job). 16/32-bit weights with
+ * fewer than GV_KS_MAXN rows would leave most of the GPU idle at one warp
+ * per row group: they split K over 2 or 4 warps when each lane still gets
+ * >= 4 chunks of 16 bytes. Measured on the H200 (2026-11-30, Qwen3-8B
+ * decode at 512): bf16 185.9 tok/s unsplit, 194.7 split below 8192 rows,
+ * 192.6 below 16384; fp8 248.7 unsplit, 242.7 split below 8192: 8-bit
+ * weights are not split. */
+#define GV_KS_MAXN 8192
+static int gv_ks_maxn() {
+    static const int v = [] {
+        const char *e = getenv("DOTLM_GEMV_KSMAXN");
+        return e ? atoi(e) : GV_KS_MAXN;
+    }();
+    return v;
+}
+static int gv_ks(const gk_weight &w, int vec) {
+    if (vec >= 16 || w.n >= gv_ks_maxn()) return 1;
+    const int64_t chunks = DL_CDIV(w.k, (int64_t)DL_WARP * vec); /* per lane, unsplit */
+    return chunks >= 16 ? 4 : chunks >= 8 ? 2 : 1;
+}
 
 template <int DT, int MR, int R, int U, int CV, int NA>
 static void gv_go(const gv_call &c) {
     dl_gv_job j;
-    const unsigned grid = dl_gv_job_make(&j, c.w, c.y, c.count, c.cfg.wpb * R);
-    dl_k_gemv_f<DT, MR, R, U, CV, NA><<<grid, c.cfg.wpb * DL_WARP, 0, c.st>>>(c.x, j);
+    int ks[GK_MULTI_MAX] = {1, 1, 1};
+    for (int i = 0; i < c.count; i++) ks[i] = gv_ks(c.w[i], dl_wt<DT>::VEC);
+    const unsigned grid = dl_gv_job_make(&j, c.w, c.y, c.count, c.cfg.wpb, R, ks);
+    if constexpr (MR <= GV_LOOP_MAXM) {
+        if (c.loop) {
+            /* int8 weight-only: the conversion-free widening (dl_gv<DT_I8, 1>) */
+            constexpr int CVP = DT == DT_I8 ? 1 : CV;
+            return dl_launch(dl_k_gemv_fp<DT, MR, R, U, CVP, NA>, grid, c.cfg.wpb * DL_WARP, 0, c.st, c.x, j);
+        }
+    }
+    dl_launch(dl_k_gemv_f<DT, MR, R, U, CV, NA>, grid, c.cfg.wpb * DL_WARP, 0, c.st, c.x, j);
 }
 
 /* Knob -> template. Instantiated: every format with U = 2 and NA = 0/1 at
  * all M; U = 4 and the e4m3 FOLD / F32S widenings only at M <= 2 (decode
  * proper), where instruction counts and loads in flight matter most; larger
- * M fall back to U = 2 / DL_FP8_H2. R = 1 only at M = 1 (as before). */
+ * M fall back to U = 2 / DL_FP8_H2. R = 1 only at M = 1 (as before). H2X
+ * is its own kernel only where moving the 256 to x saves multiplies
+ * (2 M < R: M = 1, R = 4); elsewhere it runs as DL_FP8_H2 (same bits). */
 template <int DT, int MR, int R, int U, int NA>
 static void gv_cv(const gv_call &c) {
     if constexpr (DT == DT_F8E4M3) {
@@ -568,10 +783,13 @@ static void gv_cv(const gv_call &c) {
             if (c.cfg.fp8 == DL_FP8_FOLD) return gv_go<DT, MR, R, U, DL_FP8_FOLD, NA>(c);
             if (c.cfg.fp8 == DL_FP8_F32S) return gv_go<DT, MR, R, U, DL_FP8_F32S, NA>(c);
         }
+        if constexpr (2 * MR < R) {
+            if (c.cfg.fp8 == DL_FP8_H2X) return gv_go<DT, MR, R, U, DL_FP8_H2X, NA>(c);
+        }
         if (c.cfg.fp8 != DL_FP8_F32) return gv_go<DT, MR, R, U, DL_FP8_H2, NA>(c);
         return gv_go<DT, MR, R, U, DL_FP8_F32, NA>(c);
-    } else if constexpr (DT == DT_F8E5M2) { /* no rebias to fold: FOLD = H2; F32S = F32 */
-        if (c.cfg.fp8 == DL_FP8_H2 || c.cfg.fp8 == DL_FP8_FOLD) return gv_go<DT, MR, R, U, DL_FP8_H2, NA>(c);
+    } else if constexpr (DT == DT_F8E5M2) { /* no rebias to fold or move: FOLD = H2X = H2; F32S = F32 */
+        if (c.cfg.fp8 != DL_FP8_F32 && c.cfg.fp8 != DL_FP8_F32S) return gv_go<DT, MR, R, U, DL_FP8_H2, NA>(c);
         return gv_go<DT, MR, R, U, DL_FP8_F32, NA>(c);
     } else {
         return gv_go<DT, MR, R, U, 0, NA>(c);
@@ -624,8 +842,11 @@ static void gv_m(const gv_call &c, int M) {
 }
 
 static void gv_run(cudaStream_t st, const float *x, const gk_weight *w, float *const *y, int count, int M) {
-    const gv_call c = {st, x, w, y, count, dl_gemv_cfg_now()};
-    switch (w[0].dtype) {
+    const gv_knobs &k = cfg_ref();
+    const int dt = w[0].dtype;
+    const int loop = k.loop == 2 || (k.loop == 1 && dl_is_fp8(dt));
+    const gv_call c = {st, x, w, y, count, k.c, loop};
+    switch (dt) {
     case DT_F32: gv_m<DT_F32>(c, M); break;
     case DT_F16: gv_m<DT_F16>(c, M); break;
     case DT_BF16: gv_m<DT_BF16>(c, M); break;
@@ -664,14 +885,14 @@ template <int E5>
 static void gemv_dot2_e(cudaStream_t st, float *y, const float *x, const gk_weight *w, int M) {
     dim3 grid((unsigned)DL_CDIV(w->n, GEMV_WPB)), block(GEMV_WPB * DL_WARP);
     switch (M) {
-    case 1: dl_k_h2_gemv_fp8<E5, 1><<<grid, block, 0, st>>>(y, x, *w); break;
-    case 2: dl_k_h2_gemv_fp8<E5, 2><<<grid, block, 0, st>>>(y, x, *w); break;
-    case 3: dl_k_h2_gemv_fp8<E5, 3><<<grid, block, 0, st>>>(y, x, *w); break;
-    case 4: dl_k_h2_gemv_fp8<E5, 4><<<grid, block, 0, st>>>(y, x, *w); break;
-    case 5: dl_k_h2_gemv_fp8<E5, 5><<<grid, block, 0, st>>>(y, x, *w); break;
-    case 6: dl_k_h2_gemv_fp8<E5, 6><<<grid, block, 0, st>>>(y, x, *w); break;
-    case 7: dl_k_h2_gemv_fp8<E5, 7><<<grid, block, 0, st>>>(y, x, *w); break;
-    default: dl_k_h2_gemv_fp8<E5, 8><<<grid, block, 0, st>>>(y, x, *w); break;
+    case 1: dl_launch(dl_k_h2_gemv_fp8<E5, 1>, grid, block, 0, st, y, x, *w); break;
+    case 2: dl_launch(dl_k_h2_gemv_fp8<E5, 2>, grid, block, 0, st, y, x, *w); break;
+    case 3: dl_launch(dl_k_h2_gemv_fp8<E5, 3>, grid, block, 0, st, y, x, *w); break;
+    case 4: dl_launch(dl_k_h2_gemv_fp8<E5, 4>, grid, block, 0, st, y, x, *w); break;
+    case 5: dl_launch(dl_k_h2_gemv_fp8<E5, 5>, grid, block, 0, st, y, x, *w); break;
+    case 6: dl_launch(dl_k_h2_gemv_fp8<E5, 6>, grid, block, 0, st, y, x, *w); break;
+    case 7: dl_launch(dl_k_h2_gemv_fp8<E5, 7>, grid, block, 0, st, y, x, *w); break;
+    default: dl_launch(dl_k_h2_gemv_fp8<E5, 8>, grid, block, 0, st, y, x, *w); break;
     }
 }
 
@@ -681,21 +902,8 @@ extern "C" void gk_gemv_fp8_dot2(void *s, float *y, const float *x, const gk_wei
     else gemv_dot2_e<0>((cudaStream_t)s, y, x, w, M);
 }
 
-extern "C" void gk_gemm(void *s, float *y, const float *x, const gk_weight *w, int M) {
-    cudaStream_t st = (cudaStream_t)s;
-    dim3 grid((unsigned)DL_CDIV(w->n, GB), (unsigned)DL_CDIV(M, GB)), block(256);
-    switch (w->dtype) {
-    case DT_F32: dl_k_gemm_f<DT_F32><<<grid, block, 0, st>>>(y, x, *w, M); break;
-    case DT_F16: dl_k_gemm_f<DT_F16><<<grid, block, 0, st>>>(y, x, *w, M); break;
-    case DT_BF16: dl_k_gemm_f<DT_BF16><<<grid, block, 0, st>>>(y, x, *w, M); break;
-    case DT_F8E4M3: dl_k_gemm_f<DT_F8E4M3><<<grid, block, 0, st>>>(y, x, *w, M); break;
-    case DT_F8E5M2: dl_k_gemm_f<DT_F8E5M2><<<grid, block, 0, st>>>(y, x, *w, M); break;
-    case DT_I8: dl_k_gemm_f<DT_I8><<<grid, block, 0, st>>>(y, x, *w, M); break;
-    default: break;
-    }
-}
 
 extern "C" void gk_matmul_ref(void *s, float *y, const float *x, const gk_weight *w, int M) {
     dim3 grid((unsigned)DL_CDIV(w->n, 128), (unsigned)M), block(128);
-    dl_k_matmul_ref<<<grid, block, 0, (cudaStream_t)s>>>(y, x, *w);
+    dl_launch(dl_k_matmul_ref, grid, block, 0, (cudaStream_t)s, y, x, *w);
 }

@@ -43,8 +43,11 @@ __global__ void __launch_bounds__(I8_MAXT)
 #pragma unroll
         for (int m = 0; m < MR; m++) acc[r][m] = 0;
     const int step = DL_WARP * 16;
-    for (int k0 = lane * 16; k0 < K; k0 += step * U) {
-        int4 wv[U][R]; /* chunks past K are neither loaded nor used */
+    /* two register buffers: the loads of the next group are issued before
+     * the dp4a of the current one, so a warp keeps 2 * U * R vectors in
+     * flight instead of stalling on each group's round trip */
+    int4 wa[U][R], wb[U][R]; /* chunks past K are neither loaded nor used */
+    auto load = [&](int4 (&wv)[U][R], int k0) {
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const int kk = k0 + u * step;
@@ -56,6 +59,8 @@ __global__ void __launch_bounds__(I8_MAXT)
                 }
             }
         }
+    };
+    auto dot = [&](const int4 (&wv)[U][R], int k0) {
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const int kk = k0 + u * step;
@@ -75,6 +80,24 @@ __global__ void __launch_bounds__(I8_MAXT)
                 }
             }
         }
+    };
+    const int kstep = step * U;
+    int k0 = lane * 16;
+    load(wa, k0); /* weights only: before the wait for the kernel that made xq */
+    uint32_t dep = 0;
+#pragma unroll
+    for (int u = 0; u < U; u++)
+#pragma unroll
+        for (int r = 0; r < R; r++) dep ^= k0 + u * step < K ? dl_xor4(wa[u][r]) : 0u;
+    dl_pdl_enter_after(dep, (uint32_t *)g.y);
+    while (k0 < K) { /* two groups per trip, so the buffers swap without copies */
+        load(wb, k0 + kstep);
+        dot(wa, k0);
+        k0 += kstep;
+        if (k0 >= K) break;
+        load(wa, k0 + kstep);
+        dot(wb, k0);
+        k0 += kstep;
     }
     const gk_weight &w0 = j.w[0];
 #pragma unroll
@@ -100,6 +123,7 @@ __global__ void __launch_bounds__(I8_MAXT)
 __global__ void __launch_bounds__(256)
     dl_k_i8_gemm(float *__restrict__ y, const int8_t *__restrict__ xq, const float *__restrict__ xs,
                  gk_weight w, int M, int kp) {
+    dl_pdl_enter();
     __shared__ __align__(16) int As[2][IBW][IB];
     __shared__ __align__(16) int Bs[2][IBW][IB];
     const int t = threadIdx.x, tx = t % 16, ty = t / 16;
@@ -169,6 +193,7 @@ __global__ void __launch_bounds__(256)
 /* Reference: one thread per output, byte by byte, any shape/alignment. */
 __global__ void dl_k_int8_ref(float *__restrict__ y, const int8_t *__restrict__ xq,
                             const float *__restrict__ xs, gk_weight w, int kp) {
+    dl_pdl_enter();
     const int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     const int64_t m = blockIdx.y;
     if (n >= w.n) return;
@@ -202,8 +227,8 @@ struct i8_call {
 template <int MR, int R, int U, int NA>
 static void i8_go(const i8_call &c) {
     dl_gv_job j;
-    const unsigned grid = dl_gv_job_make(&j, c.w, c.y, c.count, c.cfg.i8wpb * R);
-    dl_k_i8_gemv<MR, R, U, NA><<<grid, c.cfg.i8wpb * DL_WARP, 0, c.st>>>(c.xq, c.xs, j, c.kp);
+    const unsigned grid = dl_gv_job_make(&j, c.w, c.y, c.count, c.cfg.i8wpb, R, nullptr);
+    dl_launch(dl_k_i8_gemv<MR, R, U, NA>, grid, c.cfg.i8wpb * DL_WARP, 0, c.st, c.xq, c.xs, j, c.kp);
 }
 
 /* Knobs -> template: U = 4 only at M <= 2 (auto: when R = 1); R = 1 only at
@@ -269,11 +294,11 @@ extern "C" void gk_int8_gemv_multi(void *s, const gk_multi *mw, const int8_t *xq
 extern "C" void gk_int8_gemm(void *s, float *y, const int8_t *xq, const float *xs, const gk_weight *w,
                              int M, int kp) {
     dim3 grid((unsigned)DL_CDIV(w->n, IB), (unsigned)DL_CDIV(M, IB)), block(256);
-    dl_k_i8_gemm<<<grid, block, 0, (cudaStream_t)s>>>(y, xq, xs, *w, M, kp);
+    dl_launch(dl_k_i8_gemm, grid, block, 0, (cudaStream_t)s, y, xq, xs, *w, M, kp);
 }
 
 extern "C" void gk_int8_ref(void *s, float *y, const int8_t *xq, const float *xs, const gk_weight *w,
                             int M, int kp) {
     dim3 grid((unsigned)DL_CDIV(w->n, 128), (unsigned)M), block(128);
-    dl_k_int8_ref<<<grid, block, 0, (cudaStream_t)s>>>(y, xq, xs, *w, kp);
+    dl_launch(dl_k_int8_ref, grid, block, 0, (cudaStream_t)s, y, xq, xs, *w, kp);
 }
