@@ -253,6 +253,19 @@ static __device__ __forceinline__ void dl_pdl_enter_after(uint32_t dep, uint32_t
 }
 static __device__ __forceinline__ uint32_t dl_xor4(uint4 v) { return v.x ^ v.y ^ v.z ^ v.w; }
 static __device__ __forceinline__ uint32_t dl_xor4(int4 v) { return (uint32_t)(v.x ^ v.y ^ v.z ^ v.w); }
+/* dl_pdl_enter_after() for a GEMV's first weight group v[U][R] (chunk u
+ * at element k0 + u * step, loaded when < K): dep is the XOR of every loaded
+ * word. */
+template <int U, int R, typename V>
+static __device__ __forceinline__ void dl_pdl_enter_after_group(const V (&v)[U][R], int k0, int step, int K,
+                                                                uint32_t *sink) {
+    uint32_t dep = 0;
+#pragma unroll
+    for (int u = 0; u < U; u++)
+#pragma unroll
+        for (int r = 0; r < R; r++) dep ^= k0 + u * step < K ? dl_xor4(v[u][r]) : 0u;
+    dl_pdl_enter_after(dep, sink);
+}
 
 /* PDL state of the launching thread's process: dl_pdl_on (set through
  * gk_pdl_set) and the number of launches made with the attribute

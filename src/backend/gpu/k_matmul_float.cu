@@ -346,12 +346,7 @@ __global__ void __launch_bounds__(GEMV_MAXT)
      * H200 (2026-11-30, fp8 Qwen3-8B decode at 512): 248.7 tok/s, against
      * 239.8 with a plain load-then-compute loop after the wait. */
     load(k0); /* weights only: before the wait for the kernel that made x */
-    uint32_t dep = 0;
-#pragma unroll
-    for (int u = 0; u < U; u++)
-#pragma unroll
-        for (int r = 0; r < R; r++) dep ^= k0 + u * step < K ? dl_xor4(raw[u][r]) : 0u;
-    dl_pdl_enter_after(dep, (uint32_t *)g.y);
+    dl_pdl_enter_after_group<U, R>(raw, k0, step, K, (uint32_t *)g.y);
     for (;;) {
         compute(k0);
         k0 += step * U;
@@ -407,12 +402,8 @@ __global__ void __launch_bounds__(GEMV_MAXT)
         if (u < nc)
 #pragma unroll
             for (int r = 0; r < R; r++) raw[u][r] = dl_ldw16<NA>(wp[r] + u * step * T::ES);
-    uint32_t dep = 0;
-#pragma unroll
-    for (int u = 0; u < U; u++)
-#pragma unroll
-        for (int r = 0; r < R; r++) dep ^= u < nc ? dl_xor4(raw[u][r]) : 0u;
-    dl_pdl_enter_after(dep, (uint32_t *)g.y); /* x is read only from here on */
+    /* chunk u loaded when u < nc */
+    dl_pdl_enter_after_group<U, R>(raw, 0, 1, nc, (uint32_t *)g.y); /* x is read only from here on */
     float acc[R][MR];
 #pragma unroll
     for (int r = 0; r < R; r++)

@@ -84,12 +84,7 @@ __global__ void __launch_bounds__(I8_MAXT)
     const int kstep = step * U;
     int k0 = lane * 16;
     load(wa, k0); /* weights only: before the wait for the kernel that made xq */
-    uint32_t dep = 0;
-#pragma unroll
-    for (int u = 0; u < U; u++)
-#pragma unroll
-        for (int r = 0; r < R; r++) dep ^= k0 + u * step < K ? dl_xor4(wa[u][r]) : 0u;
-    dl_pdl_enter_after(dep, (uint32_t *)g.y);
+    dl_pdl_enter_after_group<U, R>(wa, k0, step, K, (uint32_t *)g.y);
     while (k0 < K) { /* two groups per trip, so the buffers swap without copies */
         load(wb, k0 + kstep);
         dot(wa, k0);
