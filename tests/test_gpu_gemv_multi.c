@@ -5,7 +5,8 @@
  *    (block/channel/tensor scales), fp8 e5m2, int8 weight-only and W8A8, at
  *    M = 1, 2, 4, 8; nothing is written past a weight's rows;
  *  - every GEMV variant (gpu_tune.h: fp8 widening f32/f32s/h2/fold/h2x, vectors
- *    in flight, L1 policy, warps per block, rows per warp, K loop) is bitwise
+ *    in flight, L1 policy, warps per block, rows per warp, K loop, the fp8
+ *    and W8A8 shared-memory weight rings, counted where they ran) is bitwise
  *    equal to the original kernels ("v1"), on random codes and on every fp8
  *    code (subnormals, +-0, e4m3 NaN codes), single and multi launches,
  *    including long rows whose K is split over 2 or 4 warps;
@@ -293,8 +294,9 @@ static int variant_spec(int v, int fp8, char *buf, size_t n) {
     if (v >= total) return 0;
     int fi = v % nf, u = us[(v / nf) % 3], na = (v / nf / 3) % 2, wpb = (v / nf / 6) % 2, r = v / nf / 12;
     /* the K loop rotates through the variants (5 widenings: every loop meets every widening) */
-    snprintf(buf, n, "v1,fp8=%s,u=%d,na=%d,wpb=%d,i8u=%d,i8na=%d,i8wpb=%d,%s,loop=%d", f8[fi], u, na, wpb ? 8 : 4, u,
-             na, wpb ? 8 : 4, rows[r], v % 3);
+    /* ... and so does the fp8 weight ring (period 4: meets every widening, loop, u, na, wpb and rows) */
+    snprintf(buf, n, "v1,fp8=%s,u=%d,na=%d,wpb=%d,i8u=%d,i8na=%d,i8wpb=%d,%s,loop=%d,ring=%d,i8ring=%d", f8[fi], u,
+             na, wpb ? 8 : 4, u, na, wpb ? 8 : 4, rows[r], v % 3, (v / 2) % 2, (v / 2) % 2);
     return 1;
 }
 
@@ -338,7 +340,18 @@ static void test_multi_and_variants(void) {
                     for (int v = 0; variant_spec(v, is_fp8(FMTS[f].dt), spec, sizeof spec); v++) {
                         CHECKF(gk_gemv_tune(spec) == 0, "tune %s", spec);
                         float *hs[3];
+                        const unsigned long long ring0 = gk_gemv_ring_launches();
                         check_job(&j, spec, 0, hs);
+                        /* the weight rings ran exactly where asked for (fp8: ring, W8A8: i8ring)
+                         * and the device can run them */
+                        const int want = (is_fp8(FMTS[f].dt) && M <= 4 && strstr(spec, ",ring=1")) ||
+                                         (is_w8a8(&FMTS[f]) && strstr(spec, "i8ring=1"));
+                        if (want && gk_gemv_ring_supported())
+                            CHECKF(gk_gemv_ring_launches() > ring0, "variant %s %s: no ring launch", spec,
+                                   FMTS[f].name);
+                        else
+                            CHECKF(gk_gemv_ring_launches() == ring0, "variant %s %s: unexpected ring launch", spec,
+                                   FMTS[f].name);
                         for (int i = 0; i < j.count; i++) {
                             size_t ny = (size_t)M * j.w[i].n, d = ndiff(hs[i], ref[i], ny);
                             CHECKF(d == 0, "variant %s %s%s M=%d weight %d (n=%lld): %zu of %zu differ from v1",

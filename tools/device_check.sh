@@ -58,7 +58,7 @@ fi
 
 if want gate; then
   echo "== opcode gate (PTX + SASS) =="
-  timeout 240 tools/gpu_gate.sh --sass $B/dotlm_gpu_bench > "$OUT/gate.log" 2>&1; rc=$?
+  timeout ${GATE_TIMEOUT:-480} tools/gpu_gate.sh --sass $B/dotlm_gpu_bench > "$OUT/gate.log" 2>&1; rc=$?
   tail -4 "$OUT/gate.log"; note "gate rc=$rc: $(tail -1 "$OUT/gate.log")"
 fi
 

@@ -65,6 +65,8 @@ static kreg_kernel K_SILUQ =
     KREG_KERNEL(KN("silu_actq"), "SiLU*up also writes the W8A8 per-token int8 codes of its output");
 static kreg_kernel K_ADD_RMS = KREG_KERNEL(KN("add_rmsnorm"), "residual add + RMSNorm in one launch");
 static kreg_kernel K_QKROPE = KREG_KERNEL(KN("qk_rope_kv"), "q/k RMSNorm + RoPE + KV-cache write in one launch");
+static kreg_kernel K_RING = KREG_KERNEL(KN("gemv_ring"), "fp8 and W8A8 GEMV launches whose weights stream through a "
+                                                         "shared-memory ring (cp.async, sm_80+); off: the register loops");
 static kreg_kernel K_PDL = KREG_KERNEL(KN("pdl"), "launches that may start before the kernel ahead ends (programmatic "
                                                   "dependent launch, sm_90+); GEMVs stream weights meanwhile");
 
@@ -116,6 +118,7 @@ typedef struct {
     gpu_graphs *graphs;   /* decode forwards recorded as graphs */
     int pdl_ok;           /* the device can use programmatic dependent launch */
     int pdl;              /* PDL on for the launches of this forward */
+    int ring;             /* cuda.gemv_ring enabled for this forward */
 } gpu_impl;
 
 static gpu_impl *IMPL(dl_backend *be) { return (gpu_impl *)be->impl; }
@@ -137,6 +140,10 @@ static int use(gpu_impl *g, kreg_kernel *k) {
 static void pdl_count(gpu_impl *g, unsigned long long before) {
     for (unsigned long long n = gk_pdl_launches() - before; n > 0; n--) hit(g, &K_PDL);
 }
+/* Count the GEMV launches `stmt` made through the weight ring. */
+static void ring_count(gpu_impl *g, unsigned long long before) {
+    for (unsigned long long n = gk_gemv_ring_launches() - before; n > 0; n--) hit(g, &K_RING);
+}
 
 /* Launch statement `stmt` for kernel k: counted, and timed when profiling. */
 #define LAUNCH(g, k, stmt)                     \
@@ -145,11 +152,13 @@ static void pdl_count(gpu_impl *g, unsigned long long before) {
         TIMED(g, k, stmt);                     \
     } while (0)
 /* Same, for a kernel whose kreg_use() was already counted. */
-#define TIMED(g, k, stmt)                                   \
-    do {                                                    \
-        const unsigned long long pdl0_ = gk_pdl_launches(); \
-        GPU_PROF((g)->prof, (k)->name, stmt);               \
-        pdl_count((g), pdl0_);                              \
+#define TIMED(g, k, stmt)                                         \
+    do {                                                          \
+        const unsigned long long pdl0_ = gk_pdl_launches();       \
+        const unsigned long long ring0_ = gk_gemv_ring_launches(); \
+        GPU_PROF((g)->prof, (k)->name, stmt);                     \
+        pdl_count((g), pdl0_);                                    \
+        ring_count((g), ring0_);                                  \
     } while (0)
 
 static void set_err(gpu_impl *g, const char *msg) {
@@ -356,6 +365,8 @@ static int gpu_begin(dl_backend *be, const dl_batch *b, const dl_kvcache *kv) {
      * measured slower (H200, 2026-11-30: int8 prompt 2531 vs 3391 tok/s). */
     g->pdl = g->pdl_ok && !g->prof && b->ntok <= GEMV_BATCH_M && kreg_enabled(&K_PDL);
     gk_pdl_set(g->pdl);
+    g->ring = kreg_enabled(&K_RING); /* DOTLM_DISABLE=cuda.gemv_ring: the register K loop */
+    gk_gemv_ring_allow(g->ring);
     const size_t nt = (size_t)(b->ntok > 0 ? b->ntok : 0);
     const size_t nbt = kv && kv->block_table ? (size_t)kv->max_seqs * (size_t)kv->max_blocks_per_seq : 0;
     const size_t need = (3 * nt + nbt) * sizeof(int32_t);
@@ -769,6 +780,7 @@ static int gpu_graph_begin(dl_backend *be, uint64_t key) {
     /* the attention grid depends on the batch's length bucket */
     key ^= (uint64_t)g->maxlen * 0x9E3779B97F4A7C15ull;
     key ^= (uint64_t)g->pdl * 0xC2B2AE3D27D4EB4Full; /* PDL edges are part of a recording */
+    key ^= (uint64_t)g->ring * 0x165667B19E3779F9ull; /* so is the GEMV kernel chosen */
     return gpu_graphs_begin(g->graphs, key, g->stream);
 }
 
@@ -818,6 +830,8 @@ dl_backend *gpu_backend_create(const char *name) {
     g->pdl_ok = gpurt_pdl_supported();
     g->pdl = g->pdl_ok && !g->prof && kreg_enabled(&K_PDL);
     gk_pdl_set(g->pdl);
+    g->ring = kreg_enabled(&K_RING);
+    gk_gemv_ring_allow(g->ring);
     const char *d2 = getenv("DOTLM_GPU_FP8_DOT2");
     g->dot2 = d2 && atoi(d2) != 0;
     be->name = GPU_NAME;

@@ -314,8 +314,15 @@ struct dl_gemv_cfg {
     int u, na, wpb;     /* float GEMV: vectors in flight per lane and row (2, 4; 0 = 4 when R = 1, else 2), L1 no-allocate weights, warps per block (4, 8) */
     int r1, rm;         /* float GEMV rows per warp at M = 1 / M > 1 (1, 2, 4; 0 = per-format default) */
     int i8u, i8na, i8wpb, i8r1, i8rm; /* the same for the int8 W8A8 GEMV */
+    int ring;           /* fp8 float GEMV: weights through a shared-memory ring (dl_k_gemv_fa; CUDA sm_80+) */
+    int i8ring;         /* the same for the int8 W8A8 GEMV (dl_k_i8_gemv_fa) */
 };
 const dl_gemv_cfg &dl_gemv_cfg_now();
+/* The weight rings (k_matmul_float.cu): 1 if allowed (gk_gemv_ring_allow)
+ * and the device can run them; dl_ring_note() counts one launch
+ * (gk_gemv_ring_launches). Host side. */
+int dl_ring_ok();
+void dl_ring_note();
 
 
 /* Weights sharing one activation x in one GEMV launch (gk_gemv_multi,

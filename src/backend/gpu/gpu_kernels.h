@@ -58,6 +58,16 @@ void gpurt_graph_destroy(void *exec);
 int gpurt_pdl_supported(void);
 void gk_pdl_set(int on);
 unsigned long long gk_pdl_launches(void);
+/* The GEMV shared-memory weight rings (fp8: dl_k_gemv_fa, W8A8:
+ * dl_k_i8_gemv_fa): launches made through them so far (the cuda.gemv_ring
+ * dispatch counter); 1 if the current device can run them (CUDA, compute
+ * capability >= 8.0, for cp.async), else 0 (HIP, older devices). */
+unsigned long long gk_gemv_ring_launches(void);
+int gk_gemv_ring_supported(void);
+/* Process-wide gate over the ring knob (gpu_tune.h ring=1): off, fp8
+ * GEMVs use the register K loop whatever the knob says (the backend sets
+ * it per forward from DOTLM_DISABLE=cuda.gemv_ring). On at start. */
+void gk_gemv_ring_allow(int on);
 
 /* ---- matmul (k_matmul_float.cu, k_matmul_int8.cu, k_actq.cu) ----
  * y[M, n] = x[M, k] W^T (+ bias). */

@@ -5,9 +5,9 @@
  * DOTLM_GEMV (read once, at the first GEMV). Spec: comma-separated
  * key=value, or the words "default" and "v1" (the kernels before the
  * variants existed: fp8=f32,u=2,na=0,wpb=4,r1=0,rm=0,i8u=2,i8na=0,i8wpb=4,
- * i8r1=0,i8rm=0,loop=0; "default" is fp8=h2,u=0,na=1,wpb=4,r1=0,rm=0,
- * i8u=0,i8na=1,i8wpb=4,i8r1=0,i8rm=0,loop=0: fastest measured end to end,
- * see the comment at cfg_default). Keys:
+ * i8r1=0,i8rm=0,loop=0,ring=0,i8ring=0; "default" is fp8=h2,u=0,na=1,wpb=4,
+ * r1=0,rm=0,i8u=0,i8na=1,i8wpb=4,i8r1=0,i8rm=0,loop=0,ring=1,i8ring=0: fastest measured
+ * end to end, see the comment at cfg_default). Keys:
  *   fp8=f32|f32s|h2|h2x|fold  fp8 widening (f32 = the original; f32s, fold:
  *                    e4m3 at M <= 2 only; h2x: e4m3, the 2^8 of h2 moved
  *                    into x where that saves multiplies (M = 1, 4 rows),
@@ -17,6 +17,14 @@
  *                    software-pipelined one for fp8 weights only, 2 for
  *                    every format (int8 weight-only then also widens
  *                    without I2F); M > 2 always use the original
+ *   ring=0|1         fp8 weights at M <= 4 stream through a two-stage
+ *                    shared-memory ring filled by cp.async (dl_k_gemv_fa;
+ *                    CUDA sm_80+, ignored elsewhere); it takes precedence
+ *                    over loop; u and na do not apply to it (its PDL
+ *                    trigger: DOTLM_GEMV_TRIG=late, see dl_k_gemv_fa)
+ *   i8ring=0|1       the same for the int8 W8A8 GEMV (dl_k_i8_gemv_fa: 4
+ *                    rows per warp at M = 1, 2 above, K over 2 warps);
+ *                    i8u, i8na, i8r1 and i8rm do not apply to it
  *   u=0|2|4          16-byte vectors in flight per lane and row (4: M <= 2
  *                    only; 0 = auto: 4 when a warp streams one row, else 2)
  *   na=0|1           weights loaded with L1 no-allocate (CUDA)

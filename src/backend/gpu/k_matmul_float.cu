@@ -250,6 +250,61 @@ static __device__ __forceinline__ void dl_gv_store(float (&acc)[R][MR], const dl
     }
 }
 
+/* Row pointers of a row group: wrow[r] = row n0 + r of the block's weight
+ * (tail rows past g.n recompute the last row, not stored), srow[r] = its
+ * block-scale row (WS_BLOCK) or the constant 1. */
+template <int DT, int R>
+static __device__ __forceinline__ void dl_gv_rows(const dl_gv_sel &g, const dl_gv_job &j, int n0, const char *(&wrow)[R],
+                                                  const float *(&srow)[R]) {
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const int n = n0 + r < g.n ? n0 + r : g.n - 1;
+        wrow[r] = g.data + (int64_t)n * g.ld * dl_wt<DT>::ES;
+        srow[r] = j.w[0].scale_kind == WS_BLOCK ? g.scale + (int64_t)(n / j.w[0].bn) * j.w[0].kb : &dl_one;
+    }
+}
+
+/* One 16-byte chunk per row (raw[r], at element kk of row r) folded into
+ * acc: widened (dl_gv<DT, CV>), each row's partial p over the chunk by
+ * sequential FMAs with every activation row m, then acc[r][m] = fma(p, s,
+ * acc[r][m]) with s the chunk's block scale (srow[r][kk / bk] through the
+ * umulhi magic; 1 without block scales). The one definition of a chunk's
+ * arithmetic for every float GEMV K loop but dl_k_gemv_fp. */
+template <int DT, int CV, int R, int MR>
+static __device__ __forceinline__ void dl_gv_chunk(const uint4 (&raw)[R], const float *__restrict__ x, int K, int kk,
+                                                   const float *const (&srow)[R], unsigned magic, float (&acc)[R][MR]) {
+    typedef dl_wt<DT> T;
+    typedef dl_gv<DT, CV> G;
+    float f[R][T::VEC];
+    float s[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        G::cvt16(raw[r], f[r]);
+        s[r] = srow[r][__umulhi((unsigned)kk, magic)];
+        if (G::FOLD) s[r] *= 256.0f; /* exact */
+    }
+#pragma unroll
+    for (int m = 0; m < MR; m++) {
+        const float4 *xp = (const float4 *)(x + (int64_t)m * K + kk);
+        float xv[T::VEC];
+#pragma unroll
+        for (int q = 0; q < T::VEC / 4; q++) {
+            float4 t = xp[q];
+            xv[4 * q] = t.x; xv[4 * q + 1] = t.y; xv[4 * q + 2] = t.z; xv[4 * q + 3] = t.w;
+            if (G::XS)
+#pragma unroll
+                for (int e = 4 * q; e < 4 * q + 4; e++) xv[e] *= 256.0f; /* exact, |x| < 2^120 */
+        }
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            float p = 0.0f;
+#pragma unroll
+            for (int e = 0; e < T::VEC; e++) p = fmaf(f[r][e], xv[e], p);
+            acc[r][m] = fmaf(p, s[r], acc[r][m]);
+        }
+    }
+}
+
 /* Float GEMV over a job of 1..3 weights (dl_gv_job): y_i[m, n] =
  * (sum_k x[m, k] W_i[n, k]) * rowscale + bias. One warp per R rows,
  * blockDim.x / DL_WARP warps per block; each lane streams 16-byte vectors of
@@ -279,12 +334,7 @@ __global__ void __launch_bounds__(GEMV_MAXT)
     const unsigned magic = j.bk_magic;
     const char *wrow[R];
     const float *srow[R];
-#pragma unroll
-    for (int r = 0; r < R; r++) {
-        const int n = n0 + r < g.n ? n0 + r : g.n - 1; /* tail rows recompute the last row */
-        wrow[r] = g.data + (int64_t)n * g.ld * T::ES;
-        srow[r] = sk == WS_BLOCK ? g.scale + (int64_t)(n / j.w[0].bn) * j.w[0].kb : &dl_one;
-    }
+    dl_gv_rows<DT, R>(g, j, n0, wrow, srow);
     float acc[R][MR];
 #pragma unroll
     for (int r = 0; r < R; r++)
@@ -307,36 +357,7 @@ __global__ void __launch_bounds__(GEMV_MAXT)
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const int kk = k0 + u * step;
-            if (kk < K) {
-                float f[R][T::VEC];
-                float s[R];
-#pragma unroll
-                for (int r = 0; r < R; r++) {
-                    G::cvt16(raw[u][r], f[r]);
-                    s[r] = srow[r][__umulhi((unsigned)kk, magic)];
-                    if (G::FOLD) s[r] *= 256.0f; /* exact */
-                }
-#pragma unroll
-                for (int m = 0; m < MR; m++) {
-                    const float4 *xp = (const float4 *)(x + (int64_t)m * K + kk);
-                    float xv[T::VEC];
-#pragma unroll
-                    for (int q = 0; q < T::VEC / 4; q++) {
-                        float4 t = xp[q];
-                        xv[4 * q] = t.x; xv[4 * q + 1] = t.y; xv[4 * q + 2] = t.z; xv[4 * q + 3] = t.w;
-                        if (G::XS)
-#pragma unroll
-                            for (int e = 4 * q; e < 4 * q + 4; e++) xv[e] *= 256.0f; /* exact, |x| < 2^120 */
-                    }
-#pragma unroll
-                    for (int r = 0; r < R; r++) {
-                        float p = 0.0f;
-#pragma unroll
-                        for (int e = 0; e < T::VEC; e++) p = fmaf(f[r][e], xv[e], p);
-                        acc[r][m] = fmaf(p, s[r], acc[r][m]);
-                    }
-                }
-            }
+            if (kk < K) dl_gv_chunk<DT, CV, R, MR>(raw[u], x, K, kk, srow, magic, acc);
         }
     };
     int k0 = (lane + DL_WARP * wks) * T::VEC;
@@ -354,6 +375,86 @@ __global__ void __launch_bounds__(GEMV_MAXT)
         load(k0);
     }
     dl_gv_store<R, MR>(acc, g, sk, n0, lane);
+}
+
+/* dl_k_gemv_f with the weight stream through shared memory (knob ring, the
+ * default for fp8 weights at M <= 4; CUDA sm_80+). Each thread's chunks (the same
+ * lane-strided chunks as dl_k_gemv_f) are copied global -> shared by
+ * cp.async (16 bytes, L1 bypassed) into the thread's own slots of a
+ * two-stage ring: dynamic shared memory [2][R][blockDim.x] x 16 bytes. The
+ * next chunk of all R rows is in flight while the thread widens and folds
+ * the current one, without registers held for it (~64 instead of ~100 per
+ * thread: twice the warps per SM). A thread reads only the slots it
+ * filled, so cp.async.wait_group is the only synchronisation. Same chunks,
+ * partials, order and epilogue as dl_k_gemv_f: the same bits. PDL: the
+ * first chunk is requested before the wait (weights only); the next kernel
+ * is let launch right after the wait (late = 0), or after the K loop (late
+ * = 1, DOTLM_GEMV_TRIG=late). Between back-to-back GEMVs the late trigger
+ * is faster (an early-launched grid takes SM slots while this one is
+ * resident and unbalances single-wave grids: bench/lab/gemv_lab.cu, H200,
+ * 2026-11-30, fp8 4096x12288 at 50% of the copy bandwidth with the trigger
+ * at the top, 76% after the K loop), but in a decode step the kernel after
+ * a GEMV is small and its launch latency shows: Qwen3-8B fp8 decode 242.8
+ * tok/s with the early trigger, 236.7 with the late one. */
+/* At M = 1 register use is capped at 64 per thread (4 blocks of 8 warps, or
+ * 8 of 4, per SM): left free nvcc took 76, which fits 6 blocks of 4 warps
+ * (H200, 2026-11-30: 17408x5120 at 71.7% of the copy bandwidth against
+ * 69.5%, gate/up 75.7% against 68.9%, Qwen3-8B fp8 decode 258.6 against
+ * 242.8 tok/s). Larger M are left free (0: no bound; a bound of one block
+ * let nvcc take more registers and made M = 2 slower). */
+template <int DT, int MR, int R, int CV>
+__global__ void __launch_bounds__(GEMV_MAXT, MR == 1 ? 4 : 0)
+    dl_k_gemv_fa(const float *__restrict__ x, const dl_gv_job j, int late) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && DL_WARP == 32 && !defined(__HIPCC__)
+    typedef dl_wt<DT> T;
+    extern __shared__ uint4 dl_ring[];
+    const dl_gv_sel g = dl_gv_pick(j);
+    const int lane = threadIdx.x % DL_WARP, wid = threadIdx.x / DL_WARP, wpb = blockDim.x / DL_WARP;
+    const int wks = wid % g.ks;
+    const int n0 = ((int)g.b * (wpb / g.ks) + wid / g.ks) * R;
+    if (g.ks == 1 && n0 >= g.n) return; /* split: every warp meets the epilogue's barrier (rows clamp) */
+    const int K = (int)j.w[0].k;
+    const unsigned magic = j.bk_magic;
+    const char *wrow[R];
+    const float *srow[R];
+    dl_gv_rows<DT, R>(g, j, n0, wrow, srow);
+    float acc[R][MR];
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int m = 0; m < MR; m++) acc[r][m] = 0.0f;
+    const int T_ = blockDim.x;
+    const int step = DL_WARP * g.ks * T::VEC, k1 = (lane + DL_WARP * wks) * T::VEC;
+    const int nc = k1 < K ? (K - k1 + step - 1) / step : 0; /* the thread's chunks */
+    /* chunk c of every row into ring stage c & 1, as one cp.async group
+     * (an empty group past the last chunk keeps the count uniform) */
+    auto issue = [&](int c) {
+        if (c < nc) {
+            uint4 *slot = dl_ring + (c & 1) * R * T_ + threadIdx.x;
+            const int off = (k1 + c * step) * T::ES;
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const unsigned d = (unsigned)__cvta_generic_to_shared(slot + r * T_);
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(wrow[r] + off) : "memory");
+            }
+        }
+        asm volatile("cp.async.commit_group;" ::: "memory");
+    };
+    issue(0);
+    dl_pdl_wait(); /* x is read, y written, only from here on */
+    if (!late) dl_pdl_trigger();
+    for (int c = 0; c < nc; c++) {
+        asm volatile("cp.async.wait_group 0;" ::: "memory"); /* chunk c has landed */
+        issue(c + 1);
+        const uint4 *slot = dl_ring + (c & 1) * R * T_ + threadIdx.x;
+        uint4 raw[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) raw[r] = slot[r * T_];
+        dl_gv_chunk<DT, CV, R, MR>(raw, x, K, k1 + c * step, srow, magic, acc);
+    }
+    if (late) dl_pdl_trigger();
+    dl_gv_store<R, MR>(acc, g, j.w[0].scale_kind, n0, lane);
+#endif
 }
 
 template <bool B> struct dl_tag { static constexpr bool value = B; };
@@ -597,6 +698,41 @@ extern "C" int gk_gemv_ok(const gk_weight *w) {
 
 /* ---- GEMV variants (dl_gemv_cfg) ---- */
 
+/* Launches through dl_k_gemv_fa (host side, the launching thread), and the
+ * gate over the ring knob (gk_gemv_ring_allow). */
+static unsigned long long g_ring_n = 0;
+static int g_ring_allow = 1;
+extern "C" unsigned long long gk_gemv_ring_launches(void) { return g_ring_n; }
+extern "C" void gk_gemv_ring_allow(int on) { g_ring_allow = on != 0; }
+int dl_ring_ok() { return g_ring_allow && gk_gemv_ring_supported(); }
+/* DOTLM_GEMV_TRIG=late: the ring kernels let the next kernel launch after
+ * their K loop instead of after their PDL wait (same bits; see
+ * dl_k_gemv_fa). */
+int dl_ring_late() {
+    static const int v = [] {
+        const char *e = getenv("DOTLM_GEMV_TRIG");
+        return e && !strcmp(e, "late") ? 1 : 0;
+    }();
+    return v;
+}
+void dl_ring_note() { g_ring_n++; }
+extern "C" int gk_gemv_ring_supported(void) {
+#if DL_WARP == 32 && !defined(__HIPCC__)
+    static const int ok = [] {
+        int dev = 0, major = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return 0;
+        }
+        return major >= 8 ? 1 : 0;
+    }();
+    return ok;
+#else
+    return 0;
+#endif
+}
+
 /* The knobs: dl_gemv_cfg (shared with k_matmul_int8.cu) and the K loop of
  * the float GEMV, loop = 0 (dl_k_gemv_f), 1 (dl_k_gemv_fp for fp8 weights,
  * dl_k_gemv_f for the others) or 2 (dl_k_gemv_fp for every format); the
@@ -608,15 +744,18 @@ struct gv_knobs {
 #define GV_LOOP_MAXM 2
 
 static void cfg_v1(gv_knobs *k) { /* the kernels as they were before the variants */
-    k->c = dl_gemv_cfg{DL_FP8_F32, 2, 0, 4, 0, 0, 2, 0, 4, 0, 0};
+    k->c = dl_gemv_cfg{DL_FP8_F32, 2, 0, 4, 0, 0, 2, 0, 4, 0, 0, 0, 0};
     k->loop = 0;
 }
 /* fp8: h2 in the first K loop. Measured on the H200 (2026-11-30, Qwen3-8B
  * fp8 decode at 512): 248.7 tok/s, against 230.9 with h2x in the pipelined
  * loop (fewer instructions but slower: loop=1 60/61/46% of the copy
- * bandwidth on the bench shapes against 65/65/49% for loop=0). */
+ * bandwidth on the bench shapes against 65/65/49% for loop=0). The fp8
+ * weight ring is on (M = 1 GEMV 62/70/60% against 54/64/49%; decode 242.8
+ * against 241.5 tok/s without it); the W8A8 ring is off (decode 255.3
+ * against 259.4 tok/s, kernel alone 71/83/73% against 74/90/68%). */
 static void cfg_default(gv_knobs *k) {
-    k->c = dl_gemv_cfg{DL_FP8_H2, 0, 1, 4, 0, 0, 0, 1, 4, 0, 0};
+    k->c = dl_gemv_cfg{DL_FP8_H2, 0, 1, 4, 0, 0, 0, 1, 4, 0, 0, 1, 0};
     k->loop = 0;
 }
 
@@ -652,12 +791,13 @@ static int cfg_apply(gv_knobs *k, const char *spec) {
         char *end;
         long x = strtol(v, &end, 10);
         if (*end || end == v) return -1;
-        /* allowed values as bit masks: u 0 (auto)|2|4, na 0|1, wpb 4|8, rows 0 (default)|1|2|4, loop 0|1|2 */
+        /* allowed values as bit masks: u 0 (auto)|2|4, na 0|1, wpb 4|8, rows 0 (default)|1|2|4, loop 0|1|2, ring 0|1 */
         const unsigned U24 = 0x15, B01 = 0x3, W48 = 0x110, R = 0x17, L012 = 0x7;
         const struct { const char *k; int *p; unsigned ok; } tab[] = {
             {"u", &c->u, U24}, {"na", &c->na, B01}, {"wpb", &c->wpb, W48}, {"r1", &c->r1, R},
             {"rm", &c->rm, R}, {"i8u", &c->i8u, U24}, {"i8na", &c->i8na, B01}, {"i8wpb", &c->i8wpb, W48},
-            {"i8r1", &c->i8r1, R}, {"i8rm", &c->i8rm, R}, {"loop", &k->loop, L012}};
+            {"i8r1", &c->i8r1, R}, {"i8rm", &c->i8rm, R}, {"loop", &k->loop, L012}, {"ring", &c->ring, B01},
+            {"i8ring", &c->i8ring, B01}};
         size_t i = 0;
         for (; i < sizeof tab / sizeof tab[0]; i++)
             if (!strcmp(key, tab[i].k)) break;
@@ -706,8 +846,9 @@ extern "C" void gk_gemv_tune_str(char *buf, size_t n) {
     const gv_knobs &k = cfg_ref();
     const dl_gemv_cfg &c = k.c;
     static const char *f8[5] = {"f32", "h2", "fold", "f32s", "h2x"};
-    snprintf(buf, n, "fp8=%s,u=%d,na=%d,wpb=%d,r1=%d,rm=%d,i8u=%d,i8na=%d,i8wpb=%d,i8r1=%d,i8rm=%d,loop=%d", f8[c.fp8],
-             c.u, c.na, c.wpb, c.r1, c.rm, c.i8u, c.i8na, c.i8wpb, c.i8r1, c.i8rm, k.loop);
+    snprintf(buf, n,
+             "fp8=%s,u=%d,na=%d,wpb=%d,r1=%d,rm=%d,i8u=%d,i8na=%d,i8wpb=%d,i8r1=%d,i8rm=%d,loop=%d,ring=%d,i8ring=%d",
+             f8[c.fp8], c.u, c.na, c.wpb, c.r1, c.rm, c.i8u, c.i8na, c.i8wpb, c.i8r1, c.i8rm, k.loop, c.ring, c.i8ring);
 }
 
 /* One float GEMV launch: the job's weights, the output pointers, M, knobs
@@ -729,8 +870,11 @@ struct gv_call {
  * per row group: they split K over 2 or 4 warps when each lane still gets
  * >= 4 chunks of 16 bytes. Measured on the H200 (2026-11-30, Qwen3-8B
  * decode at 512): bf16 185.9 tok/s unsplit, 194.7 split below 8192 rows,
- * 192.6 below 16384; fp8 248.7 unsplit, 242.7 split below 8192: 8-bit
- * weights are not split. */
+ * 192.6 below 16384. fp8 weights split K over 2 warps at every n (needs
+ * >= 4 chunks per lane): with the shared-memory ring (dl_k_gemv_fa) that
+ * measured best on every decode shape (bench/lab/gemv_lab.cu, H200,
+ * 2026-11-30: 2 warps against 1 and 4, see docs/gpu_backend.md); int8
+ * weight-only is not split. */
 #define GV_KS_MAXN 8192
 static int gv_ks_maxn() {
     static const int v = [] {
@@ -740,8 +884,9 @@ static int gv_ks_maxn() {
     return v;
 }
 static int gv_ks(const gk_weight &w, int vec) {
-    if (vec >= 16 || w.n >= gv_ks_maxn()) return 1;
     const int64_t chunks = DL_CDIV(w.k, (int64_t)DL_WARP * vec); /* per lane, unsplit */
+    if (dl_is_fp8(w.dtype)) return chunks >= 4 ? 2 : 1;
+    if (vec >= 16 || w.n >= gv_ks_maxn()) return 1;
     return chunks >= 16 ? 4 : chunks >= 8 ? 2 : 1;
 }
 
@@ -751,6 +896,21 @@ static void gv_go(const gv_call &c) {
     int ks[GK_MULTI_MAX] = {1, 1, 1};
     for (int i = 0; i < c.count; i++) ks[i] = gv_ks(c.w[i], dl_wt<DT>::VEC);
     const unsigned grid = dl_gv_job_make(&j, c.w, c.y, c.count, c.cfg.wpb, R, ks);
+#if DL_WARP == 32 && !defined(__HIPCC__)
+    /* M <= 4: at M = 8 the ring measured slower than the register loop
+     * (H200, 2026-11-30, fp8 5120x17408: 11.7% against 16.1% of the copy
+     * bandwidth; M = 1 / 2 / 4: 74.7 / 55.1 / 27.5% against 54.5 / 46.3 /
+     * 25.4%) */
+    if constexpr ((DT == DT_F8E4M3 || DT == DT_F8E5M2) && MR <= 4) {
+        if (c.cfg.ring && dl_ring_ok()) {
+            /* two stages of R chunks per thread: 32 KiB at most (R = 4, wpb = 8), under the 48 KiB default */
+            const size_t smem = (size_t)2 * R * c.cfg.wpb * DL_WARP * sizeof(uint4);
+            g_ring_n++;
+            return dl_launch(dl_k_gemv_fa<DT, MR, R, CV>, grid, c.cfg.wpb * DL_WARP, smem, c.st, c.x, j,
+                             dl_ring_late());
+        }
+    }
+#endif
     if constexpr (MR <= GV_LOOP_MAXM) {
         if (c.loop) {
             /* int8 weight-only: the conversion-free widening (dl_gv<DT_I8, 1>) */

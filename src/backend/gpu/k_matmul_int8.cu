@@ -13,6 +13,7 @@
 #include "gpu_common.cuh"
 
 #define I8_MAXT (8 * DL_WARP) /* threads per block at most (wpb 8) */
+int dl_ring_late(); /* k_matmul_float.cu (experiment: DOTLM_GEMV_TRIG=late) */
 
 static __device__ __forceinline__ float i8_epilogue(int acc, float xs, const gk_weight &w, int64_t n) {
     /* explicit roundings: no FMA contraction, so every path gives the same bits */
@@ -110,6 +111,105 @@ __global__ void __launch_bounds__(I8_MAXT)
             }
         }
     }
+}
+
+/* dl_k_i8_gemv with the weight stream through shared memory (knob i8ring,
+ * off by default: see cfg_default in k_matmul_float.cu; CUDA sm_80+), as
+ * dl_k_gemv_fa for fp8: each thread's
+ * 16-byte chunks go global -> its own slots of a two-stage ring
+ * ([2][R][blockDim.x] x 16 bytes of dynamic shared memory) by cp.async,
+ * so the next chunk of its R rows is in flight during the dp4a of the
+ * current one without registers held for it; K is split over KS = ks
+ * warps of the block (lane chunks lane + 32 w + 32 ks c), whose int32 warp
+ * sums are added through shared memory. Integer sums are exact, so this is
+ * bitwise the register kernel (and the GEMM and the reference). The next
+ * kernel is let launch (PDL) as in dl_k_gemv_fa (late: after the K loop). */
+template <int MR, int R>
+__global__ void __launch_bounds__(I8_MAXT)
+    dl_k_i8_gemv_fa(const int8_t *__restrict__ xq, const float *__restrict__ xs, const dl_gv_job j, int kp, int ks,
+                    int late) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && DL_WARP == 32 && !defined(__HIPCC__)
+    extern __shared__ uint4 dl_ring8[];
+    __shared__ int red[I8_MAXT / DL_WARP][R * MR];
+    const dl_gv_sel g = dl_gv_pick(j);
+    const int lane = threadIdx.x % DL_WARP, wid = threadIdx.x / DL_WARP, wpb = blockDim.x / DL_WARP;
+    const int wks = wid % ks;
+    const int n0 = ((int)g.b * (wpb / ks) + wid / ks) * R;
+    const int K = (int)j.w[0].k;
+    const int8_t *wrow[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) wrow[r] = (const int8_t *)g.data + (int64_t)(n0 + r < g.n ? n0 + r : g.n - 1) * g.ld;
+    int acc[R][MR];
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int m = 0; m < MR; m++) acc[r][m] = 0;
+    const int T_ = blockDim.x, step = DL_WARP * ks * 16, k1 = (lane + DL_WARP * wks) * 16;
+    const int nc = k1 < K && n0 < g.n ? (K - k1 + step - 1) / step : 0; /* rows past n: no chunks */
+    auto issue = [&](int c) {
+        if (c < nc) {
+            uint4 *slot = dl_ring8 + (c & 1) * R * T_ + threadIdx.x;
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const unsigned d = (unsigned)__cvta_generic_to_shared(slot + r * T_);
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(wrow[r] + k1 + c * step)
+                             : "memory");
+            }
+        }
+        asm volatile("cp.async.commit_group;" ::: "memory");
+    };
+    issue(0);
+    dl_pdl_wait(); /* xq / xs are read, y written, only from here on */
+    if (!late) dl_pdl_trigger();
+    for (int c = 0; c < nc; c++) {
+        asm volatile("cp.async.wait_group 0;" ::: "memory");
+        issue(c + 1);
+        const uint4 *slot = dl_ring8 + (c & 1) * R * T_ + threadIdx.x;
+        const int kk = k1 + c * step;
+        uint4 wv[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) wv[r] = slot[r * T_];
+#pragma unroll
+        for (int m = 0; m < MR; m++) {
+            const int4 a = *(const int4 *)(xq + (int64_t)m * kp + kk);
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                int t = acc[r][m];
+                t = dl_dp4a((int)wv[r].x, a.x, t);
+                t = dl_dp4a((int)wv[r].y, a.y, t);
+                t = dl_dp4a((int)wv[r].z, a.z, t);
+                t = dl_dp4a((int)wv[r].w, a.w, t);
+                acc[r][m] = t;
+            }
+        }
+    }
+    if (late) dl_pdl_trigger();
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int m = 0; m < MR; m++) {
+            int v = acc[r][m];
+            for (int o = DL_WARP / 2; o > 0; o >>= 1) v += dl_shfl_xor_i(v, o);
+            if (lane == 0) red[wid][r * MR + m] = v;
+        }
+    __syncthreads();
+    if (lane || wks) return;
+    const gk_weight &w0 = j.w[0];
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const int n = n0 + r;
+        if (n >= g.n) continue;
+        const float rs = dl_gv_rowscale(w0.scale_kind, g.scale, n);
+#pragma unroll
+        for (int m = 0; m < MR; m++) {
+            int v = 0;
+            for (int w = 0; w < ks; w++) v += red[wid + w][r * MR + m];
+            /* as i8_epilogue, with the picked weight's scale and bias */
+            const float t = __fmul_rn(__fmul_rn((float)v, xs[m]), rs);
+            g.y[(int64_t)m * g.n + n] = g.bias ? __fadd_rn(t, g.bias[n]) : t;
+        }
+    }
+#endif
 }
 
 #define IB 128
@@ -226,6 +326,22 @@ static void i8_go(const i8_call &c) {
     dl_launch(dl_k_i8_gemv<MR, R, U, NA>, grid, c.cfg.i8wpb * DL_WARP, 0, c.st, c.xq, c.xs, j, c.kp);
 }
 
+/* The ring kernel: 4 rows per warp at M = 1 and 2 above (as the fp8 ring,
+ * which measured best with 4; bitwise the same either way), K over 2 warps
+ * when every lane keeps >= 4 chunks (any split: integer sums are exact). */
+template <int MR>
+static void i8_ring(const i8_call &c) {
+    constexpr int R = MR == 1 ? 4 : 2;
+    const int64_t chunks = DL_CDIV(c.w[0].k, (int64_t)DL_WARP * 16);
+    const int ks = chunks >= 4 ? 2 : 1;
+    int kss[GK_MULTI_MAX] = {ks, ks, ks};
+    dl_gv_job j;
+    const unsigned grid = dl_gv_job_make(&j, c.w, c.y, c.count, c.cfg.i8wpb, R, kss);
+    const size_t smem = (size_t)2 * R * c.cfg.i8wpb * DL_WARP * sizeof(uint4); /* <= 32 KiB */
+    dl_ring_note();
+    dl_launch(dl_k_i8_gemv_fa<MR, R>, grid, c.cfg.i8wpb * DL_WARP, smem, c.st, c.xq, c.xs, j, c.kp, ks, dl_ring_late());
+}
+
 /* Knobs -> template: U = 4 only at M <= 2 (auto: when R = 1); R = 1 only at
  * M = 1; rows per warp default 1 at M = 1 and 2 at M > 1. */
 template <int MR, int R>
@@ -242,6 +358,9 @@ static void i8_un(const i8_call &c) {
 
 template <int MR>
 static void i8_rows(const i8_call &c) {
+#if DL_WARP == 32 && !defined(__HIPCC__)
+    if (c.cfg.i8ring && dl_ring_ok()) return i8_ring<MR>(c);
+#endif
     int r = MR == 1 ? c.cfg.i8r1 : c.cfg.i8rm;
     if (!r) r = MR == 1 ? 1 : 2;
     if (r == 4) return i8_un<MR, 4>(c);
