@@ -213,6 +213,30 @@ template <int NA> static __device__ __forceinline__ uint4 dl_ldw16(const void *p
     return *(const uint4 *)p;
 }
 
+/* Weight rings (the GEMV ring kernels; CUDA sm_80+ only, callers guard
+ * with __CUDA_ARCH__ >= 800): thread-private slots of a two-stage ring in
+ * dynamic shared memory, filled by cp.async. dl_ring_issue() copies the
+ * 16-byte chunk at src[r] + off of each of R rows into slot + r * stride
+ * (all when `live`, else none) and commits them as one group (an empty
+ * group keeps the count uniform); dl_ring_wait() returns when every
+ * committed group has landed. The "memory" clobbers keep the compiler from
+ * moving shared-memory reads of a slot past the copy that refills it. */
+#if DL_WARP == 32 && !defined(__HIPCC__)
+template <int R, typename P>
+static __device__ __forceinline__ void dl_ring_issue(uint4 *slot, int stride, const P *const (&src)[R], int off,
+                                                     bool live) {
+    if (live) {
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const unsigned d = (unsigned)__cvta_generic_to_shared(slot + r * stride);
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src[r] + off) : "memory");
+        }
+    }
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+static __device__ __forceinline__ void dl_ring_wait() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+#endif
+
 /* Programmatic dependent launch (PDL; CUDA on sm_90 and later, see
  * docs/gpu_backend.md "PDL"). A kernel that dl_launch() starts while PDL is
  * on may begin before the kernel ahead of it on the stream has finished, so

@@ -426,25 +426,15 @@ __global__ void __launch_bounds__(GEMV_MAXT, MR == 1 ? 4 : 0)
     const int T_ = blockDim.x;
     const int step = DL_WARP * g.ks * T::VEC, k1 = (lane + DL_WARP * wks) * T::VEC;
     const int nc = k1 < K ? (K - k1 + step - 1) / step : 0; /* the thread's chunks */
-    /* chunk c of every row into ring stage c & 1, as one cp.async group
-     * (an empty group past the last chunk keeps the count uniform) */
+    /* chunk c of every row into ring stage c & 1 */
     auto issue = [&](int c) {
-        if (c < nc) {
-            uint4 *slot = dl_ring + (c & 1) * R * T_ + threadIdx.x;
-            const int off = (k1 + c * step) * T::ES;
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                const unsigned d = (unsigned)__cvta_generic_to_shared(slot + r * T_);
-                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(wrow[r] + off) : "memory");
-            }
-        }
-        asm volatile("cp.async.commit_group;" ::: "memory");
+        dl_ring_issue<R>(dl_ring + (c & 1) * R * T_ + threadIdx.x, T_, wrow, (k1 + c * step) * T::ES, c < nc);
     };
     issue(0);
     dl_pdl_wait(); /* x is read, y written, only from here on */
     if (!late) dl_pdl_trigger();
     for (int c = 0; c < nc; c++) {
-        asm volatile("cp.async.wait_group 0;" ::: "memory"); /* chunk c has landed */
+        dl_ring_wait(); /* chunk c has landed */
         issue(c + 1);
         const uint4 *slot = dl_ring + (c & 1) * R * T_ + threadIdx.x;
         uint4 raw[R];

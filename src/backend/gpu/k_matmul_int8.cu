@@ -147,22 +147,13 @@ __global__ void __launch_bounds__(I8_MAXT)
     const int T_ = blockDim.x, step = DL_WARP * ks * 16, k1 = (lane + DL_WARP * wks) * 16;
     const int nc = k1 < K && n0 < g.n ? (K - k1 + step - 1) / step : 0; /* rows past n: no chunks */
     auto issue = [&](int c) {
-        if (c < nc) {
-            uint4 *slot = dl_ring8 + (c & 1) * R * T_ + threadIdx.x;
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                const unsigned d = (unsigned)__cvta_generic_to_shared(slot + r * T_);
-                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(wrow[r] + k1 + c * step)
-                             : "memory");
-            }
-        }
-        asm volatile("cp.async.commit_group;" ::: "memory");
+        dl_ring_issue<R>(dl_ring8 + (c & 1) * R * T_ + threadIdx.x, T_, wrow, k1 + c * step, c < nc);
     };
     issue(0);
     dl_pdl_wait(); /* xq / xs are read, y written, only from here on */
     if (!late) dl_pdl_trigger();
     for (int c = 0; c < nc; c++) {
-        asm volatile("cp.async.wait_group 0;" ::: "memory");
+        dl_ring_wait();
         issue(c + 1);
         const uint4 *slot = dl_ring8 + (c & 1) * R * T_ + threadIdx.x;
         const int kk = k1 + c * step;
