@@ -72,23 +72,16 @@ static int run_all(dl_model *m, const int32_t *toks, float *out, size_t *nout) {
     return rc;
 }
 
-/* 1 if the device can run the fp8 GEMV weight ring (then cuda.gemv_ring must count on fp8). */
-static int ring_supported(void) {
+/* 1 if the device can run the fp8 GEMV weight ring (then cuda.gemv_ring
+ * must count on fp8) / use programmatic dependent launch (then cuda.pdl
+ * must count); 0 without a GPU build. */
 #if defined(DOTLM_CUDA) || defined(DOTLM_HIP)
-    return gk_gemv_ring_supported();
+static int ring_supported(void) { return gk_gemv_ring_supported(); }
+static int pdl_supported(void) { return gpurt_pdl_supported(); }
 #else
-    return 0;
+static int ring_supported(void) { return 0; }
+static int pdl_supported(void) { return 0; }
 #endif
-}
-
-/* 1 if the device can use programmatic dependent launch (then cuda.pdl must count). */
-static int pdl_supported(void) {
-#if defined(DOTLM_CUDA) || defined(DOTLM_HIP)
-    return gpurt_pdl_supported();
-#else
-    return 0;
-#endif
-}
 
 static void one(const char *dir, dl_backend *gpu, uint64_t *rs) {
     model_opts mo = {.quiet = 1};

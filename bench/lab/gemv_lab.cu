@@ -127,6 +127,20 @@ static __device__ __forceinline__ void store(float (&acc)[R], float *y, int n0, 
     }
 }
 
+/* Row group at n0: weight and block-scale rows (tail rows repeat the last
+ * row), accumulators zeroed. */
+template <int R>
+static __device__ __forceinline__ void rows(const uint8_t *W, const float *S, int N, int K, int n0, const uint8_t *(&wr)[R],
+                                            const float *(&sr)[R], float (&acc)[R]) {
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const int n = n0 + r < N ? n0 + r : N - 1;
+        wr[r] = W + (size_t)n * K;
+        sr[r] = S + (size_t)(n / 128) * (K / 128);
+        acc[r] = 0.0f;
+    }
+}
+
 template <int R, int U, int KS, int LO, int CV = 0>
 __global__ void __launch_bounds__(256) k_reg(const float *__restrict__ x, const uint8_t *__restrict__ W, const float *__restrict__ S,
                                              float *__restrict__ y, int N, int K) {
@@ -138,16 +152,8 @@ __global__ void __launch_bounds__(256) k_reg(const float *__restrict__ x, const 
     if (KS == 1 && n0 >= N) { pdl_trigger_late(); return; }
     const uint8_t *wr[R];
     const float *sr[R];
-    const int kb = K / 128;
-#pragma unroll
-    for (int r = 0; r < R; r++) {
-        int n = n0 + r < N ? n0 + r : N - 1;
-        wr[r] = W + (size_t)n * K;
-        sr[r] = S + (size_t)(n / 128) * kb;
-    }
     float acc[R];
-#pragma unroll
-    for (int r = 0; r < R; r++) acc[r] = 0.0f;
+    rows<R>(W, S, N, K, n0, wr, sr, acc);
     uint32_t lx = 0;
     const int step = 32 * KS * 16;
     uint4 raw[U][R];
@@ -192,16 +198,8 @@ __global__ void __launch_bounds__(256) k_cpa(const float *__restrict__ x, const 
     if (KS == 1 && n0 >= N) { pdl_wait(); pdl_trigger_late(); return; }
     const uint8_t *wr[R];
     const float *sr[R];
-    const int kb = K / 128;
-#pragma unroll
-    for (int r = 0; r < R; r++) {
-        int n = n0 + r < N ? n0 + r : N - 1;
-        wr[r] = W + (size_t)n * K;
-        sr[r] = Sc + (size_t)(n / 128) * kb;
-    }
     float acc[R];
-#pragma unroll
-    for (int r = 0; r < R; r++) acc[r] = 0.0f;
+    rows<R>(W, Sc, N, K, n0, wr, sr, acc);
     const int step = 32 * KS * 16, kfirst = (lane + 32 * wks) * 16;
     const int C = kfirst < K ? (K - kfirst + step - 1) / step : 0;
     auto issue = [&](int c) {

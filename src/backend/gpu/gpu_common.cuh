@@ -387,6 +387,23 @@ static __device__ __forceinline__ dl_gv_sel dl_gv_pick(const dl_gv_job &j) {
     g.b = bid - (i == 0 ? 0u : i == 1 ? j.b1 : j.b2);
     return g;
 }
+/* Where this thread works in a GEMV block of blockDim.x / DL_WARP warps,
+ * ks warps per row group of R rows: its lane, its warp's share of the K
+ * split (wks < ks) and the group's first row n0 in the block's weight. */
+struct dl_gv_at {
+    int lane, wks, n0;
+};
+static __device__ __forceinline__ dl_gv_at dl_gv_place(const dl_gv_sel &g, int ks, int R) {
+    const int wid = threadIdx.x / DL_WARP, wpb = blockDim.x / DL_WARP;
+    return dl_gv_at{(int)(threadIdx.x % DL_WARP), wid % ks, ((int)g.b * (wpb / ks) + wid / ks) * R};
+}
+/* Zero a GEMV accumulator a[R][MR] (float or int). */
+template <typename V, int R, int MR> static __device__ __forceinline__ void dl_gv_zero(V (&a)[R][MR]) {
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int m = 0; m < MR; m++) a[r][m] = 0;
+}
 /* Row scale of the epilogue (tensor/channel; block scales are folded per chunk). */
 static __device__ __forceinline__ float dl_gv_rowscale(int scale_kind, const float *scale, int64_t row) {
     if (scale_kind == WS_TENSOR) return scale[0];

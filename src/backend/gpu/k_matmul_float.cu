@@ -323,9 +323,8 @@ __global__ void __launch_bounds__(GEMV_MAXT)
     typedef dl_wt<DT> T;
     typedef dl_gv<DT, CV> G;
     const dl_gv_sel g = dl_gv_pick(j);
-    const int lane = threadIdx.x % DL_WARP, wid = threadIdx.x / DL_WARP, wpb = blockDim.x / DL_WARP;
-    const int wks = wid % g.ks; /* this warp's share of the K split */
-    const int n0 = ((int)g.b * (wpb / g.ks) + wid / g.ks) * R;
+    const dl_gv_at at = dl_gv_place(g, g.ks, R);
+    const int lane = at.lane, wks = at.wks, n0 = at.n0;
     if (g.ks == 1 && n0 >= g.n) return; /* split: every warp meets the epilogue's barrier (rows clamp) */
     const int K = (int)j.w[0].k;
     const int sk = j.w[0].scale_kind;
@@ -336,10 +335,7 @@ __global__ void __launch_bounds__(GEMV_MAXT)
     const float *srow[R];
     dl_gv_rows<DT, R>(g, j, n0, wrow, srow);
     float acc[R][MR];
-#pragma unroll
-    for (int r = 0; r < R; r++)
-#pragma unroll
-        for (int m = 0; m < MR; m++) acc[r][m] = 0.0f;
+    dl_gv_zero(acc);
     const int step = DL_WARP * g.ks * T::VEC; /* a lane's chunks are step apart */
     uint4 raw[U][R]; /* chunks past K are neither loaded nor used */
     auto load = [&](int k0) {
@@ -409,9 +405,8 @@ __global__ void __launch_bounds__(GEMV_MAXT, MR == 1 ? 4 : 0)
     typedef dl_wt<DT> T;
     extern __shared__ uint4 dl_ring[];
     const dl_gv_sel g = dl_gv_pick(j);
-    const int lane = threadIdx.x % DL_WARP, wid = threadIdx.x / DL_WARP, wpb = blockDim.x / DL_WARP;
-    const int wks = wid % g.ks;
-    const int n0 = ((int)g.b * (wpb / g.ks) + wid / g.ks) * R;
+    const dl_gv_at at = dl_gv_place(g, g.ks, R);
+    const int lane = at.lane, wks = at.wks, n0 = at.n0;
     if (g.ks == 1 && n0 >= g.n) return; /* split: every warp meets the epilogue's barrier (rows clamp) */
     const int K = (int)j.w[0].k;
     const unsigned magic = j.bk_magic;
@@ -419,10 +414,7 @@ __global__ void __launch_bounds__(GEMV_MAXT, MR == 1 ? 4 : 0)
     const float *srow[R];
     dl_gv_rows<DT, R>(g, j, n0, wrow, srow);
     float acc[R][MR];
-#pragma unroll
-    for (int r = 0; r < R; r++)
-#pragma unroll
-        for (int m = 0; m < MR; m++) acc[r][m] = 0.0f;
+    dl_gv_zero(acc);
     const int T_ = blockDim.x;
     const int step = DL_WARP * g.ks * T::VEC, k1 = (lane + DL_WARP * wks) * T::VEC;
     const int nc = k1 < K ? (K - k1 + step - 1) / step : 0; /* the thread's chunks */
@@ -469,9 +461,8 @@ __global__ void __launch_bounds__(GEMV_MAXT)
     typedef dl_wt<DT> T;
     typedef dl_gv<DT, CV> G;
     const dl_gv_sel g = dl_gv_pick(j);
-    const int lane = threadIdx.x % DL_WARP, wid = threadIdx.x / DL_WARP, wpb = blockDim.x / DL_WARP;
-    const int wks = wid % g.ks; /* this warp's share of the K split */
-    const int n0 = ((int)g.b * (wpb / g.ks) + wid / g.ks) * R;
+    const dl_gv_at at = dl_gv_place(g, g.ks, R);
+    const int lane = at.lane, wks = at.wks, n0 = at.n0;
     if (g.ks == 1 && n0 >= g.n) return; /* split: every warp meets the epilogue's barrier (rows clamp) */
     const int K = (int)j.w[0].k;
     const int sk = j.w[0].scale_kind;
@@ -496,10 +487,7 @@ __global__ void __launch_bounds__(GEMV_MAXT)
     /* chunk u loaded when u < nc */
     dl_pdl_enter_after_group<U, R>(raw, 0, 1, nc, (uint32_t *)g.y); /* x is read only from here on */
     float acc[R][MR];
-#pragma unroll
-    for (int r = 0; r < R; r++)
-#pragma unroll
-        for (int m = 0; m < MR; m++) acc[r][m] = 0.0f;
+    dl_gv_zero(acc);
     const float *xp = x + kl;   /* the group's first chunk in x row 0 */
     unsigned kg = (unsigned)kl; /* its element index */
     /* the K loop; BLK: chunk scales loaded (else 1) */

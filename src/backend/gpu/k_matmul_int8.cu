@@ -21,6 +21,14 @@ static __device__ __forceinline__ float i8_epilogue(int acc, float xs, const gk_
     return w.bias ? __fadd_rn(v, w.bias[n]) : v;
 }
 
+/* The R weight rows of a row group starting at n0 (tail rows past g.n
+ * recompute the last row, not stored). */
+template <int R>
+static __device__ __forceinline__ void i8_wrows(const dl_gv_sel &g, int n0, const int8_t *(&wrow)[R]) {
+#pragma unroll
+    for (int r = 0; r < R; r++) wrow[r] = (const int8_t *)g.data + (int64_t)(n0 + r < g.n ? n0 + r : g.n - 1) * g.ld;
+}
+
 /* W8A8 GEMV over a job of 1..3 weights (dl_gv_job): a warp takes R rows,
  * blockDim.x / DL_WARP warps per block; each lane streams 16-byte weight
  * vectors (4 dp4a words; U per row in flight, NA = L1 no-allocate) against
@@ -31,18 +39,14 @@ template <int MR, int R, int U, int NA>
 __global__ void __launch_bounds__(I8_MAXT)
     dl_k_i8_gemv(const int8_t *__restrict__ xq, const float *__restrict__ xs, const dl_gv_job j, int kp) {
     const dl_gv_sel g = dl_gv_pick(j);
-    const int lane = threadIdx.x % DL_WARP, wid = threadIdx.x / DL_WARP, wpb = blockDim.x / DL_WARP;
-    const int n0 = ((int)g.b * wpb + wid) * R;
+    const dl_gv_at at = dl_gv_place(g, 1, R);
+    const int lane = at.lane, n0 = at.n0;
     if (n0 >= g.n) return;
     const int K = (int)j.w[0].k; /* 32-bit index math in the hot loop */
     const int8_t *wrow[R];
-#pragma unroll
-    for (int r = 0; r < R; r++) wrow[r] = (const int8_t *)g.data + (int64_t)(n0 + r < g.n ? n0 + r : g.n - 1) * g.ld;
+    i8_wrows<R>(g, n0, wrow);
     int acc[R][MR];
-#pragma unroll
-    for (int r = 0; r < R; r++)
-#pragma unroll
-        for (int m = 0; m < MR; m++) acc[r][m] = 0;
+    dl_gv_zero(acc);
     const int step = DL_WARP * 16;
     /* two register buffers: the loads of the next group are issued before
      * the dp4a of the current one, so a warp keeps 2 * U * R vectors in
@@ -132,18 +136,13 @@ __global__ void __launch_bounds__(I8_MAXT)
     extern __shared__ uint4 dl_ring8[];
     __shared__ int red[I8_MAXT / DL_WARP][R * MR];
     const dl_gv_sel g = dl_gv_pick(j);
-    const int lane = threadIdx.x % DL_WARP, wid = threadIdx.x / DL_WARP, wpb = blockDim.x / DL_WARP;
-    const int wks = wid % ks;
-    const int n0 = ((int)g.b * (wpb / ks) + wid / ks) * R;
+    const dl_gv_at at = dl_gv_place(g, ks, R);
+    const int lane = at.lane, wid = threadIdx.x / DL_WARP, wks = at.wks, n0 = at.n0;
     const int K = (int)j.w[0].k;
     const int8_t *wrow[R];
-#pragma unroll
-    for (int r = 0; r < R; r++) wrow[r] = (const int8_t *)g.data + (int64_t)(n0 + r < g.n ? n0 + r : g.n - 1) * g.ld;
+    i8_wrows<R>(g, n0, wrow);
     int acc[R][MR];
-#pragma unroll
-    for (int r = 0; r < R; r++)
-#pragma unroll
-        for (int m = 0; m < MR; m++) acc[r][m] = 0;
+    dl_gv_zero(acc);
     const int T_ = blockDim.x, step = DL_WARP * ks * 16, k1 = (lane + DL_WARP * wks) * 16;
     const int nc = k1 < K && n0 < g.n ? (K - k1 + step - 1) / step : 0; /* rows past n: no chunks */
     auto issue = [&](int c) {
