@@ -104,6 +104,30 @@ static __device__ __forceinline__ void chunk(uint4 raw, const float *x, int kk, 
         for (int e = 0; e < 16; e++) xv[e] *= 256.0f;
     acc = fmaf(dot16(f, xv), s, acc);
 }
+/* CV = 2 (experiment): x stored as fp16 (xh), codes widened to fp16 value *
+ * 2^-8, the chunk's 16 products summed by 8 HFMA2 into one half2 (fp16
+ * partials of 8 products per half), then both halves to fp32, times the
+ * chunk scale * 256 into the fp32 accumulator. */
+static __device__ __forceinline__ void chunk_h(uint4 raw, const __half *xh, int kk, float s, float &acc) {
+    const uint4 *xq = (const uint4 *)(xh + kk);
+    const uint4 x0 = xq[0], x1 = xq[1];
+    const uint32_t xw[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+    const uint32_t rw[4] = {raw.x, raw.y, raw.z, raw.w};
+    __half2 h = __float2half2_rn(0.0f);
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        uint32_t a = prmt(rw[j], 0u, 0x9180u), b = prmt(rw[j], 0u, 0xB3A2u);
+        a = (a & 0x017f017fu) << 7;
+        b = (b & 0x017f017fu) << 7;
+        __half2 wa, wb, xa, xb;
+        memcpy(&wa, &a, 4); memcpy(&wb, &b, 4);
+        memcpy(&xa, &xw[2 * j], 4); memcpy(&xb, &xw[2 * j + 1], 4);
+        h = __hfma2(wa, xa, h);
+        h = __hfma2(wb, xb, h);
+    }
+    const float2 f = __half22float2(h);
+    acc = fmaf(f.x + f.y, s * 256.0f, acc);
+}
 /* epilogue: warp sum, then the KS warps of a row group in warp order */
 template <int R, int KS>
 static __device__ __forceinline__ void store(float (&acc)[R], float *y, int n0, int N, const float *rowdummy) {
@@ -170,6 +194,7 @@ __global__ void __launch_bounds__(256) k_reg(const float *__restrict__ x, const 
 #pragma unroll
                 for (int r = 0; r < R; r++) {
                     if (LO) lx ^= raw[u][r].x ^ raw[u][r].y ^ raw[u][r].z ^ raw[u][r].w;
+                    else if (CV == 2) chunk_h(raw[u][r], (const __half *)x, kk, sr[r][kk >> 7], acc[r]);
                     else chunk<CV>(raw[u][r], x, kk, sr[r][kk >> 7], acc[r]);
                 }
         }
@@ -220,7 +245,10 @@ __global__ void __launch_bounds__(256) k_cpa(const float *__restrict__ x, const 
         const int kk = kfirst + c * step;
         const uint4 *slot = ring + (size_t)(c % S) * R * T + threadIdx.x;
 #pragma unroll
-        for (int r = 0; r < R; r++) chunk<CV>(slot[r * T], x, kk, sr[r][kk >> 7], acc[r]);
+        for (int r = 0; r < R; r++) {
+            if (CV == 2) chunk_h(slot[r * T], (const __half *)x, kk, sr[r][kk >> 7], acc[r]);
+            else chunk<CV>(slot[r * T], x, kk, sr[r][kk >> 7], acc[r]);
+        }
     }
     pdl_trigger_late();
     store<R, KS>(acc, y, n0, N, nullptr);
@@ -305,6 +333,7 @@ struct Var {
     kfn f;
     int R, KS, wpb, smem_per_thread, lo; /* smem bytes per thread (cpa) */
     int xp_c; /* k_xp: chunks per lane held (0: not k_xp) */
+    int xh;   /* x passed as fp16 (CV = 2) */
 };
 
 static float frand(uint64_t *s) {
@@ -349,18 +378,23 @@ int main(int argc, char **argv) {
 #define REGX(R, U, KS, WPB) vars.push_back({"regx R" #R " U" #U " KS" #KS " wpb" #WPB, k_reg<R, U, KS, 0, 1>, R, KS, WPB, 0, 0, 0})
 #define CPA(R, S, KS, WPB) vars.push_back({"cpa R" #R " S" #S " KS" #KS " wpb" #WPB, k_cpa<R, S, KS>, R, KS, WPB, S * R * 16, 0, 0})
 #define CPAX(R, S, KS, WPB) vars.push_back({"cpax R" #R " S" #S " KS" #KS " wpb" #WPB, k_cpa<R, S, KS, 1>, R, KS, WPB, S * R * 16, 0, 0})
+#define CPAH(R, S, KS, WPB) vars.push_back({"cpah R" #R " S" #S " KS" #KS " wpb" #WPB, k_cpa<R, S, KS, 2>, R, KS, WPB, S * R * 16, 0, 0, 1})
+#define REGH(R, U, KS, WPB) vars.push_back({"regh R" #R " U" #U " KS" #KS " wpb" #WPB, k_reg<R, U, KS, 0, 2>, R, KS, WPB, 0, 0, 0, 1})
 #define XP(KS, C, PF) vars.push_back({"xp KS" #KS " C" #C " PF" #PF, k_xp<KS, C, PF>, 1, KS, KS, 0, 0, C})
     REG(4, 2, 1, 0, 4);
     REG(4, 2, 1, 1, 4);
-    CPAX(4, 2, 2, 4);
-    CPAX(4, 2, 2, 2);
-    CPAX(4, 2, 4, 4);
-    CPAX(2, 2, 4, 4);
-    CPAX(4, 2, 8, 8);
-    CPAX(2, 2, 8, 8);
-    CPAX(8, 2, 4, 4);
-    CPAX(8, 2, 2, 2);
-    CPAX(4, 3, 4, 4);
+    REG(4, 2, 2, 1, 4);
+    CPA(4, 2, 2, 4);
+    CPAH(4, 2, 2, 4);
+    CPAH(4, 2, 1, 4);
+    CPAH(4, 2, 4, 4);
+    CPAH(8, 2, 2, 4);
+    CPAH(8, 2, 1, 4);
+    CPAH(2, 2, 2, 4);
+    CPAH(4, 3, 2, 4);
+    REGH(4, 2, 1, 4);
+    REGH(4, 2, 2, 4);
+    REGH(2, 4, 2, 4);
     for (auto &v : vars)
         if (v.smem_per_thread) CK(cudaFuncSetAttribute(v.f, cudaFuncAttributeMaxDynamicSharedMemorySize, 96 * 1024));
 
@@ -380,6 +414,11 @@ int main(int argc, char **argv) {
         std::vector<uint8_t *> dw(ncopy);
         for (int c = 0; c < ncopy; c++) { CK(cudaMalloc(&dw[c], wb)); CK(cudaMemcpy(dw[c], hw.data(), wb, cudaMemcpyHostToDevice)); }
         float *dx, *dy, *ds;
+        __half *dxh;
+        std::vector<__half> hxh(K);
+        for (int k = 0; k < K; k++) hxh[k] = __float2half_rn(hx[k]);
+        CK(cudaMalloc(&dxh, K * 2));
+        CK(cudaMemcpy(dxh, hxh.data(), K * 2, cudaMemcpyHostToDevice));
         CK(cudaMalloc(&dx, K * 4)); CK(cudaMalloc(&dy, N * 4)); CK(cudaMalloc(&ds, sb));
         CK(cudaMemcpy(dx, hx.data(), K * 4, cudaMemcpyHostToDevice));
         CK(cudaMemcpy(ds, hs.data(), sb, cudaMemcpyHostToDevice));
@@ -406,7 +445,8 @@ int main(int argc, char **argv) {
             }
             CK(cudaMemset(dy, 0, N * 4));
             fflush(stdout);
-            v.f<<<grid, v.wpb * 32, smem>>>(dx, dw[0], ds, dy, N, K);
+            const float *xin = v.xh ? (const float *)dxh : dx;
+            v.f<<<grid, v.wpb * 32, smem>>>(xin, dw[0], ds, dy, N, K);
             if (cudaGetLastError() != cudaSuccess) { printf("%s: launch grid %d block %d smem %d failed\n", v.name.c_str(), grid, v.wpb * 32, smem); outs[vi].assign(N, 0.0f); continue; }
             CK(cudaDeviceSynchronize());
             outs[vi].resize(N);
@@ -421,9 +461,9 @@ int main(int argc, char **argv) {
                 at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
                 at[0].val.programmaticStreamSerializationAllowed = 1;
                 cfg.attrs = at; cfg.numAttrs = pdl ? 1 : 0;
-                for (int i = 0; i < ncopy; i++) CK(cudaLaunchKernelEx(&cfg, v.f, (const float *)dx, (const uint8_t *)dw[i % ncopy], (const float *)ds, dy, N, K));
+                for (int i = 0; i < ncopy; i++) CK(cudaLaunchKernelEx(&cfg, v.f, xin, (const uint8_t *)dw[i % ncopy], (const float *)ds, dy, N, K));
                 CK(cudaEventRecord(e0));
-                for (int i = 0; i < iters; i++) CK(cudaLaunchKernelEx(&cfg, v.f, (const float *)dx, (const uint8_t *)dw[i % ncopy], (const float *)ds, dy, N, K));
+                for (int i = 0; i < iters; i++) CK(cudaLaunchKernelEx(&cfg, v.f, xin, (const uint8_t *)dw[i % ncopy], (const float *)ds, dy, N, K));
                 CK(cudaEventRecord(e1)); CK(cudaEventSynchronize(e1));
                 float ms; CK(cudaEventElapsedTime(&ms, e0, e1));
                 (pdl == 2 ? tl : pdl ? tp : t) = ms * 1e-3 / iters;
@@ -442,7 +482,7 @@ int main(int argc, char **argv) {
                    same < 0 ? "" : same ? "bitwise=" : "BITS DIFFER");
         }
         for (auto p : dw) CK(cudaFree(p));
-        CK(cudaFree(dx)); CK(cudaFree(dy)); CK(cudaFree(ds));
+        CK(cudaFree(dx)); CK(cudaFree(dy)); CK(cudaFree(ds)); CK(cudaFree(dxh));
     }
     for (int pdl = 0; pdl < 3; pdl++) {
         printf("\n%-24s", pdl == 2 ? "PDL, late trigger" : pdl ? "with PDL" : "plain launches");
