@@ -110,6 +110,16 @@ __global__ void __launch_bounds__(OP_T)
             if (c < n4) xr[c] = v[j];
         }
     }
+    /* the norm weights are loaded before the reduction's barrier, so their
+     * round trip overlaps it */
+    float4 nw[NV4];
+#pragma unroll
+    for (int j = 0; j < NV4; j++) {
+        const int c = threadIdx.x + j * OP_T, i = 4 * c;
+        nw[j] = c < n4 ? make_float4(norm_w(w, wdt, i, zc), norm_w(w, wdt, i + 1, zc), norm_w(w, wdt, i + 2, zc),
+                                     norm_w(w, wdt, i + 3, zc))
+                       : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
     float ss = 0.0f;
 #pragma unroll
     for (int j = 0; j < NV4; j++) {
@@ -122,12 +132,11 @@ __global__ void __launch_bounds__(OP_T)
     for (int j = 0; j < NV4; j++) {
         const int c = threadIdx.x + j * OP_T;
         if (c >= n4) continue;
-        const int i = 4 * c;
         float4 o;
-        o.x = (v[j].x * inv) * norm_w(w, wdt, i, zc);
-        o.y = (v[j].y * inv) * norm_w(w, wdt, i + 1, zc);
-        o.z = (v[j].z * inv) * norm_w(w, wdt, i + 2, zc);
-        o.w = (v[j].w * inv) * norm_w(w, wdt, i + 3, zc);
+        o.x = (v[j].x * inv) * nw[j].x;
+        o.y = (v[j].y * inv) * nw[j].y;
+        o.z = (v[j].z * inv) * nw[j].z;
+        o.w = (v[j].w * inv) * nw[j].w;
         yr[c] = o;
         if (QUANT) v[j] = o;
     }
@@ -204,31 +213,48 @@ __global__ void __launch_bounds__(OP_T)
     const bool isq = h < nh;
     float *xr = isq ? q + (t * nh + h) * hd : k + (t * nkv + (h - nh)) * hd;
     const void *w = isq ? nm.qw : nm.kw;
+    /* everything that does not depend on the reduction is loaded before its
+     * barriers (one round trip instead of three): the thread's elements i =
+     * tid + j * OP_T (j < 2: hd <= 512), their norm weights, the position,
+     * the cache page and the value row (key heads) */
+    const int ps = pos[t];
+    const int64_t width = (int64_t)nkv * hd;
+    const int blk = isq ? -1 : btab[(int64_t)seq[t] * mbps + ps / bs];
+    const float *vr = v + t * width + (int64_t)(h - nh) * hd;
+    float nw[2], vv[2];
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+        const int i = threadIdx.x + j * OP_T;
+        nw[j] = w && i < hd ? norm_w(w, nm.wdt, i, nm.zc) : 0.0f;
+        vv[j] = blk >= 0 && i < hd ? vr[i] : 0.0f;
+    }
     if (w) {
         const float inv = row_inv_rms(xr, hd, nm.eps, red);
-        for (int i = threadIdx.x; i < hd; i += blockDim.x) row[i] = (xr[i] * inv) * norm_w(w, nm.wdt, i, nm.zc);
+#pragma unroll
+        for (int j = 0; j < 2; j++) {
+            const int i = threadIdx.x + j * OP_T;
+            if (i < hd) row[i] = (xr[i] * inv) * nw[j];
+        }
     } else {
         for (int i = threadIdx.x; i < hd; i += blockDim.x) row[i] = xr[i];
     }
     __syncthreads();
-    const float p = (float)pos[t];
+    const float p = (float)ps;
     for (int i = threadIdx.x; i < half; i += blockDim.x) rope_pair(&row[i], &row[i + half], p, fr.f[i]);
     __syncthreads();
     for (int i = threadIdx.x; i < hd; i += blockDim.x) xr[i] = row[i];
-    if (isq) return;
-    const int ps = pos[t];
-    const int blk = btab[(int64_t)seq[t] * mbps + ps / bs];
-    if (blk < 0) return;
-    const int64_t width = (int64_t)nkv * hd;
+    if (blk < 0) return; /* query head, or a row without a cache page */
     const int64_t base = ((int64_t)blk * bs + ps % bs) * width + (int64_t)(h - nh) * hd;
-    const float *vr = v + t * width + (int64_t)(h - nh) * hd;
-    for (int i = threadIdx.x; i < hd; i += blockDim.x) {
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+        const int i = threadIdx.x + j * OP_T;
+        if (i >= hd) continue;
         if (kv_f16) {
             ((__half *)kc)[base + i] = __float2half_rn(row[i]);
-            ((__half *)vc)[base + i] = __float2half_rn(vr[i]);
+            ((__half *)vc)[base + i] = __float2half_rn(vv[j]);
         } else {
             ((float *)kc)[base + i] = row[i];
-            ((float *)vc)[base + i] = vr[i];
+            ((float *)vc)[base + i] = vv[j];
         }
     }
 }
