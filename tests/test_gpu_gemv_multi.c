@@ -12,6 +12,9 @@
  *    including long rows whose K is split over 2 or 4 warps;
  *  - the GPU GEMV stays within the test_gpu_ops tolerance (1e-5 of max|ref|)
  *    of the CPU backend;
+ *  - gk_gemv_silu (gate/up with SiLU(gate) * up from the epilogue) equals
+ *    gk_gemv_multi then gk_silu_mul bitwise in every variant, writing
+ *    neither gate nor up;
  *  - gk_gemv_multi_ok / gk_int8_gemv_multi_ok refuse mixed jobs, and
  *    gk_gemv_tune refuses unknown knobs without changing anything.
  * Prints "SKIP: no CUDA device" and exits 0 without a GPU backend or device. */
@@ -235,14 +238,18 @@ static void job_get(job *j, int s, float **h) {
     }
 }
 
-static int guard_ok(const float *h, size_t ny) {
-    for (size_t i = ny; i < ny + GUARD; i++) {
+/* All n floats still hold the sentinel. */
+static int untouched(const float *h, size_t n) {
+    for (size_t i = 0; i < n; i++) {
         uint32_t u;
         memcpy(&u, &h[i], 4);
         if (u != SENTINEL) return 0;
     }
     return 1;
 }
+
+/* The GUARD floats after ny outputs still hold the sentinel. */
+static int guard_ok(const float *h, size_t ny) { return untouched(h + ny, GUARD); }
 
 static size_t ndiff(const float *a, const float *b, size_t n) {
     size_t d = 0;
@@ -294,9 +301,10 @@ static int variant_spec(int v, int fp8, char *buf, size_t n) {
     if (v >= total) return 0;
     int fi = v % nf, u = us[(v / nf) % 3], na = (v / nf / 3) % 2, wpb = (v / nf / 6) % 2, r = v / nf / 12;
     /* the K loop rotates through the variants (5 widenings: every loop meets every widening) */
-    /* ... and so does the fp8 weight ring (period 4: meets every widening, loop, u, na, wpb and rows) */
+    /* ... and so do the fp8 weight ring (0, 2 or 3 stages: period 6) and the W8A8 ring (period 4), meeting
+     * every widening, loop, u, na, wpb and rows */
     snprintf(buf, n, "v1,fp8=%s,u=%d,na=%d,wpb=%d,i8u=%d,i8na=%d,i8wpb=%d,%s,loop=%d,ring=%d,i8ring=%d", f8[fi], u,
-             na, wpb ? 8 : 4, u, na, wpb ? 8 : 4, rows[r], v % 3, (v / 2) % 2, (v / 2) % 2);
+             na, wpb ? 8 : 4, u, na, wpb ? 8 : 4, rows[r], v % 3, (v / 2) % 3, (v / 2) % 2);
     return 1;
 }
 
@@ -344,7 +352,7 @@ static void test_multi_and_variants(void) {
                         check_job(&j, spec, 0, hs);
                         /* the weight rings ran exactly where asked for (fp8: ring, W8A8: i8ring)
                          * and the device can run them */
-                        const int want = (is_fp8(FMTS[f].dt) && M <= 4 && strstr(spec, ",ring=1")) ||
+                        const int want = (is_fp8(FMTS[f].dt) && M <= 4 && (strstr(spec, ",ring=1") || strstr(spec, ",ring=2"))) ||
                                          (is_w8a8(&FMTS[f]) && strstr(spec, "i8ring=1"));
                         if (want && gk_gemv_ring_supported())
                             CHECKF(gk_gemv_ring_launches() > ring0, "variant %s %s: no ring launch", spec,
@@ -367,6 +375,89 @@ static void test_multi_and_variants(void) {
                     free_h(ref, j.count);
                     job_free(&j);
                 }
+            }
+        }
+    }
+    gk_gemv_tune(saved);
+}
+
+/* Gate/up with SiLU in the GEMV epilogue (gk_gemv_silu): for every float
+ * format, odd and even row counts, rows whose K is split over warps, M = 1..8
+ * and every variant, out is bitwise gk_gemv_multi then gk_silu_mul; the
+ * gate/up buffers are left untouched and nothing is written past out. */
+static void test_gate_up_silu(void) {
+    static const struct {
+        int n;
+        int64_t k, ld;
+    } S[] = {{37, 384, 400}, {13, 2320, 2336}, {64, 4624, 4624}};
+    static const int Ms[] = {1, 2, 3, 8};
+    char saved[256], spec[256];
+    gk_gemv_tune_str(saved, sizeof saved);
+    void *st = gpu_backend_stream(gpu);
+    for (size_t f = 0; f < sizeof FMTS / sizeof FMTS[0]; f++) {
+        if (is_w8a8(&FMTS[f])) continue; /* W8A8 keeps silu_actq (the down projection needs the codes) */
+        for (size_t s = 0; s < sizeof S / sizeof S[0]; s++) {
+            int64_t ld = S[s].ld;
+            if (FMTS[f].dt == DT_F32 || dt_size(FMTS[f].dt) == 2) ld = S[s].k + (ld - S[s].k) / (int64_t)dt_size(FMTS[f].dt);
+            const int ns[2] = {S[s].n, S[s].n};
+            const int64_t lds[2] = {ld, ld};
+            for (int mi = 0; mi < 4; mi++) {
+                const int M = Ms[mi];
+                job j;
+                if (job_init(&j, &FMTS[f], 2, ns, S[s].k, lds, M, CODES_RANDOM)) {
+                    job_free(&j);
+                    continue;
+                }
+                const size_t ny = (size_t)M * S[s].n;
+                float *dref = dalloc((ny + GUARD) * 4), *dout = dalloc((ny + GUARD) * 4);
+                float *href = malloc((ny + GUARD) * 4), *hout = malloc((ny + GUARD) * 4);
+                float *hg[2];
+                gk_multi mw;
+                memset(&mw, 0, sizeof mw);
+                mw.count = 2;
+                for (int i = 0; i < 2; i++) mw.w[i] = *view(&j.wg[i]);
+                for (int v = 0; variant_spec(v, is_fp8(FMTS[f].dt), spec, sizeof spec); v++) {
+                    CHECKF(gk_gemv_tune(spec) == 0, "tune %s", spec);
+                    /* reference: the two steps */
+                    mw.y[0] = j.dy[0][0];
+                    mw.y[1] = j.dy[0][1];
+                    mw.silu = NULL;
+                    gk_gemv_multi(st, &mw, j.dx, M);
+                    fill_sentinel(dref, ny + GUARD);
+                    gk_silu_mul(st, dref, j.dy[0][0], j.dy[0][1], ny);
+                    /* fused, into sentinel-filled buffers */
+                    for (int i = 0; i < 2; i++) fill_sentinel(j.dy[1][i], ny + GUARD);
+                    fill_sentinel(dout, ny + GUARD);
+                    mw.y[0] = j.dy[1][0];
+                    mw.y[1] = j.dy[1][1];
+                    mw.silu = dout;
+                    CHECKF(gk_gemv_silu_ok(&mw, M), "silu_ok %s M=%d", FMTS[f].name, M);
+                    gk_gemv_silu(st, &mw, j.dx, M);
+                    CHECKF(gpu->sync(gpu) == 0, "sync: %s", dl_errmsg());
+                    gpu->to_host(gpu, href, dref, (ny + GUARD) * 4);
+                    gpu->to_host(gpu, hout, dout, (ny + GUARD) * 4);
+                    const size_t d = ndiff(href, hout, ny);
+                    CHECKF(d == 0, "gate_up_silu %s %s n=%d k=%lld M=%d: %zu of %zu differ from gemv_multi + silu_mul",
+                           spec, FMTS[f].name, S[s].n, (long long)S[s].k, M, d, ny);
+                    CHECKF(guard_ok(hout, ny), "gate_up_silu %s %s M=%d: wrote past out", spec, FMTS[f].name, M);
+                    job_get(&j, 1, hg);
+                    for (int i = 0; i < 2; i++)
+                        CHECKF(untouched(hg[i], ny + GUARD), "gate_up_silu %s %s M=%d: wrote to the %s buffer", spec, FMTS[f].name, M,
+                               i ? "up" : "gate");
+                    free_h(hg, 2);
+                }
+                /* refusals: unequal rows, no output, count 3 */
+                mw.silu = dout;
+                mw.w[1].n = mw.w[0].n - 1;
+                CHECK(!gk_gemv_silu_ok(&mw, M));
+                mw.w[1] = mw.w[0];
+                mw.silu = NULL;
+                CHECK(!gk_gemv_silu_ok(&mw, M));
+                mw.silu = dout;
+                CHECK(!gk_gemv_silu_ok(&mw, 9));
+                gpu->free(gpu, dref), gpu->free(gpu, dout);
+                free(href), free(hout);
+                job_free(&j);
             }
         }
     }
@@ -438,6 +529,7 @@ int main(void) {
     printf("GEMV settings at start: %s\n", s);
     test_refusals();
     test_multi_and_variants();
+    test_gate_up_silu();
     be_destroy(gpu);
     be_destroy(cpu);
     return TEST_END();

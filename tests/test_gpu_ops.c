@@ -411,6 +411,39 @@ static void attn_tiled(cache *cg, int nh, int nt, float *dq, float *dout, float 
     kreg_reset_switches();
 }
 
+/* GPU split attention on the current batch twice, each into a poisoned
+ * (NaN) dout: with the fused combine (the last segment block merges; main
+ * opts in with DOTLM_GPU_ATTN_FUSE=1) and with GN ".attention.fused_combine"
+ * off (combine kernel).
+ * The two outputs must be bitwise equal (and equal og, the default
+ * dispatch's output); the fused counter must move in the first run when a
+ * row has several segments (multi: some pos >= 64, so maxlen > 64) and
+ * never in the second. The poison also catches a fused launch that left
+ * its arrival counters non-zero (the next one would skip the merge). */
+static void attn_fused_check(cache *cg, int nh, int nt, int multi, float *dq, float *dout, const float *og) {
+    const int hd = cg->kv.head_dim;
+    const size_t n = (size_t)nt * nh * hd;
+    const float sc = 1.0f / sqrtf((float)hd);
+    float *poison = malloc(n * 4), *of = malloc(n * 4), *oc = malloc(n * 4);
+    memset(poison, 0xff, n * 4);
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) kreg_disable(GN ".attention.fused_combine");
+        kreg_reset_counts();
+        gpu->from_host(gpu, dout, poison, n * 4);
+        gpu->attention(gpu, dout, dq, &cg->kv, 0, nh, sc);
+        dget(pass ? oc : of, dout, n);
+        const uint64_t nf = kreg_count(GN ".attention.fused_combine");
+        CHECKF(kreg_count(GN ".attention.split") == 1, "split attention not used (nt=%d hd=%d pass %d)", nt, hd, pass);
+        if (pass) CHECKF(nf == 0, "fused combine counted while switched off (nt=%d hd=%d)", nt, hd);
+        else if (multi) CHECKF(nf > 0, "fused combine not counted (nt=%d hd=%d)", nt, hd);
+    }
+    kreg_reset_switches();
+    CHECKF(!memcmp(of, oc, n * 4), "fused vs combine kernel not bitwise equal (nt=%d nh=%d hd=%d %s)", nt, nh, hd,
+           dt_name(cg->kv.dtype));
+    CHECKF(!memcmp(of, og, n * 4), "fused split attention differs from the first run (nt=%d hd=%d)", nt, hd);
+    free(poison), free(of), free(oc);
+}
+
 /* History: seq 1 positions 0..36, seq 2 positions 0..99 (written by kv_write
  * in one batch). Then a mixed batch (prefill 0..4 of seq 0, decode at 37,
  * chunk at 100..102) with ntok = 9 (tiled kernel), and decode batches of
@@ -468,7 +501,8 @@ static void test_attention(int nh, int nkv, int hd, dl_dtype dt) {
  *   0: (0, 3100)  1: (1, 1000)  2: (1, 1001)  3: (1, 1002)  4: (2, 64)
  *   5: (3, 0)     6..8: (3, 1..3)
  * Batches: {0}, {0,1,4,5}, {1,2,3}, {5}, {4} (split), {0..8} (tiled).
- * Each against the CPU; split batches also with the tiled kernel; and a
+ * Each against the CPU; split batches also with the tiled kernel and with
+ * the fused combine on and off (bitwise equal, attn_fused_check); and a
  * row's split output is bitwise the same in every batch that holds it
  * (one segment vs many, direct write vs combine, other rows' lengths). */
 static void test_attention_long(int nh, int nkv, int hd, dl_dtype dt) {
@@ -527,6 +561,9 @@ static void test_attention_long(int nh, int nkv, int hd, dl_dtype dt) {
         double e = tu_max_rel(og, oc, nt * qw);
         CHECKF(e <= 2e-5, "long attention nh=%d nkv=%d hd=%d %s batch %d rel %.3g", nh, nkv, hd, dt_name(dt), bi, e);
         if (nt > 8) continue;
+        int multi = 0; /* a row with several 64-position segments */
+        for (int i = 0; i < nt; i++) multi |= pos[i] >= 64;
+        attn_fused_check(&cg, nh, nt, multi, dq, dout, og);
         for (int i = 0; i < nt; i++) {
             const int r = brow[bi][i];
             if (!have[r]) {
@@ -562,6 +599,7 @@ static void test_errors(void) {
 
 int main(void) {
     rs = tu_seed();
+    setenv("DOTLM_GPU_ATTN_FUSE", "1", 1); /* opt in to the fused attention combine (compared with it off) */
     cpu = be_create("cpu", 2);
     CHECK(cpu != NULL);
     if (!cpu) return TEST_END();

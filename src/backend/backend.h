@@ -124,6 +124,11 @@ struct dl_backend {
     /* ys[i][M, ws[i]->n] = x[M, k] ws[i]^T for i < n (weights sharing x: q/k/v, gate/up) */
     void (*matmul_n)(dl_backend *be, float *const *ys, const float *x, const dl_weight *const *ws, int n,
                      int M);
+    /* out[M, n] = silu(x gate^T) * (x up^T), as matmul_n({gate_buf, up_buf}) then
+     * silu_mul(out, gate_buf, up_buf); gate_buf / up_buf [M, n] are scratch that may be
+     * left unwritten; out may alias gate_buf */
+    void (*gate_up_silu)(dl_backend *be, float *out, float *gate_buf, float *up_buf, const float *x,
+                         const dl_weight *gate, const dl_weight *up, int M);
     /* x[r] += res[r]; y[r] = rmsnorm(x[r]) as rmsnorm(); res may alias y */
     void (*add_rmsnorm)(dl_backend *be, float *x, const float *res, float *y, const dl_weight *w, int rows,
                         int d, float eps, int zc);

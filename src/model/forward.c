@@ -138,10 +138,14 @@ static void mlp_block(model_ws *ws, const model_layer *L, int T, int zc) {
     const hf_config *c = &m->cfg;
     dl_backend *be = m->be;
     model_norm_in(ws, &L->ffn_norm, T, zc);
-    float *const ys[2] = {ws->gate, ws->up};
-    const dl_weight *const wg[2] = {&L->gate, &L->up};
-    model_mm_n(be, ys, ws->xn, wg, 2, T);
-    be->silu_mul(be, ws->gate, ws->gate, ws->up, (size_t)T * c->intermediate);
+    if (be->gate_up_silu) {
+        be->gate_up_silu(be, ws->gate, ws->gate, ws->up, ws->xn, &L->gate, &L->up, T);
+    } else {
+        float *const ys[2] = {ws->gate, ws->up};
+        const dl_weight *const wg[2] = {&L->gate, &L->up};
+        model_mm_n(be, ys, ws->xn, wg, 2, T);
+        be->silu_mul(be, ws->gate, ws->gate, ws->up, (size_t)T * c->intermediate);
+    }
     be->matmul(be, ws->xn, ws->gate, &L->down, T);
     ws->pending = ws->xn;
 }

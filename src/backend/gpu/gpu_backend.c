@@ -49,6 +49,9 @@ static kreg_kernel K_I8_MULTI =
 static kreg_kernel K_AQ_I8 = KREG_KERNEL(KN("actq.int8"), "per-token int8 activation quantization");
 static kreg_kernel K_AQ_F8 = KREG_KERNEL(KN("actq.fp8"), "fp8 activation quantize-dequantize");
 static kreg_kernel K_ATT_SPLIT = KREG_KERNEL(KN("attention.split"), "split-KV decode attention (ntok<=8)");
+static kreg_kernel K_ATT_FUSE =
+    KREG_KERNEL(KN("attention.fused_combine"), "split-KV decode whose last segment block merges the segments, no "
+                                               "combine launch (opt-in: DOTLM_GPU_ATTN_FUSE=1)");
 static kreg_kernel K_ATT_TILED = KREG_KERNEL(KN("attention.tiled"), "tiled causal GQA attention");
 static kreg_kernel K_EMBED = KREG_KERNEL(KN("embed"), "");
 static kreg_kernel K_RMS = KREG_KERNEL(KN("rmsnorm"), "");
@@ -63,6 +66,8 @@ static kreg_kernel K_NORMQ =
     KREG_KERNEL(KN("norm_actq"), "RMSNorm also writes the W8A8 per-token int8 codes of its output");
 static kreg_kernel K_SILUQ =
     KREG_KERNEL(KN("silu_actq"), "SiLU*up also writes the W8A8 per-token int8 codes of its output");
+static kreg_kernel K_GU_SILU = KREG_KERNEL(KN("gate_up_silu"), "float-weight gate/up GEMV M<=8 writing SiLU(gate)*up "
+                                                                "from its epilogue (no silu_mul launch)");
 static kreg_kernel K_ADD_RMS = KREG_KERNEL(KN("add_rmsnorm"), "residual add + RMSNorm in one launch");
 static kreg_kernel K_QKROPE = KREG_KERNEL(KN("qk_rope_kv"), "q/k RMSNorm + RoPE + KV-cache write in one launch");
 static kreg_kernel K_RING = KREG_KERNEL(KN("gemv_ring"), "fp8 and W8A8 GEMV launches whose weights stream through a "
@@ -96,6 +101,9 @@ typedef struct {
     size_t d_btab_cap;
     int mbps;
     int maxlen;       /* max over the batch of pos + 1 */
+    int att_fuse_opt; /* DOTLM_GPU_ATTN_FUSE=1: the fused attention combine is opted in */
+    int fuse_att;     /* opted in and cuda.attention.fused_combine on, at begin() (part of graph keys) */
+    int gu_silu;      /* cuda.gate_up_silu at begin() (part of graph keys) */
     /* pinned staging, double-buffered */
     int32_t *h_stage[2];
     size_t h_stage_cap[2];
@@ -367,6 +375,11 @@ static int gpu_begin(dl_backend *be, const dl_batch *b, const dl_kvcache *kv) {
     gk_pdl_set(g->pdl);
     g->ring = kreg_enabled(&K_RING); /* DOTLM_DISABLE=cuda.gemv_ring: the register K loop */
     gk_gemv_ring_allow(g->ring);
+    /* opt-in: measured slower in decode (H200, 2026-11-30, Qwen3-8B fp8 at
+     * 512: 237.5 tok/s with it, 258.1 without; the last block's merge is
+     * serial where the combine kernel spreads it over a block per head) */
+    g->fuse_att = g->att_fuse_opt && kreg_enabled(&K_ATT_FUSE);
+    g->gu_silu = kreg_enabled(&K_GU_SILU);
     const size_t nt = (size_t)(b->ntok > 0 ? b->ntok : 0);
     const size_t nbt = kv && kv->block_table ? (size_t)kv->max_seqs * (size_t)kv->max_blocks_per_seq : 0;
     const size_t need = (3 * nt + nbt) * sizeof(int32_t);
@@ -652,6 +665,19 @@ static void gpu_kv_write(dl_backend *be, dl_kvcache *kv, int layer, const float 
                        kv->head_dim, kv->block_size, kv->max_blocks_per_seq, d_seq(g), d_pos(g), g->d_btab));
 }
 
+/* The split attention's workspace g->wsa, >= need bytes; zeroed whenever
+ * it is (re)allocated (its arrival counters must start at zero, and every
+ * launch leaves them so: gk_attn_split_ws). */
+static int ensure_att_ws(gpu_impl *g, size_t need) {
+    if (need <= g->wsa_cap && g->wsa) return 0;
+    if (ensure_dev(g, &g->wsa, &g->wsa_cap, need)) return -1;
+    if (gpurt_memset_async(g->wsa, 0, g->wsa_cap, g->stream)) {
+        set_err(g, gpurt_errstr());
+        return -1;
+    }
+    return 0;
+}
+
 /* out[ntok, nh * hd] = causal GQA attention of q over the cache positions
  * [0, pos] of each row's sequence (see k_attention.cu). ntok <= 8 and K/V
  * rows of 16-byte vectors: split-KV decode (workspace g->wsa grown to
@@ -666,15 +692,18 @@ static void gpu_attention(dl_backend *be, float *out, const float *q, const dl_k
     }
     gk_attn a = {.ntok = g->ntok, .nh = nh, .nkv = kv->n_kv_heads, .hd = kv->head_dim, .bs = kv->block_size,
                  .mbps = kv->max_blocks_per_seq, .maxlen = g->maxlen, .kv_f16 = kv->dtype == DT_F16, .scale = scale,
-                 .kc = kv->k[layer], .vc = kv->v[layer], .seq = d_seq(g), .pos = d_pos(g), .btab = g->d_btab};
+                 .kc = kv->k[layer], .vc = kv->v[layer], .seq = d_seq(g), .pos = d_pos(g), .btab = g->d_btab,
+                 .fuse = g->fuse_att};
     /* decode-sized batches: split-KV over fixed GK_ATTN_SEG-position segments
      * (grid and workspace sized by g->maxlen, an upper bound); K/V rows that
      * are not 16-byte vectors, and larger batches: tiled */
     if (g->ntok <= GEMV_MAX_M && gk_attn_split_ok(&a) && kreg_enabled(&K_ATT_SPLIT)) {
         const size_t ws = gk_attn_split_ws(&a); /* 0: one segment, no combine */
-        if (ws && ensure_dev(g, &g->wsa, &g->wsa_cap, ws)) return;
+        if (ws && ensure_att_ws(g, ws)) return;
         (void)use(g, &K_ATT_SPLIT);
-        TIMED(g, &K_ATT_SPLIT, gk_attn_split(g->stream, out, q, &a, g->wsa));
+        int fused = 0;
+        TIMED(g, &K_ATT_SPLIT, fused = gk_attn_split(g->stream, out, q, &a, g->wsa));
+        if (fused) (void)use(g, &K_ATT_FUSE);
         return;
     }
     LAUNCH(g, &K_ATT_TILED, gk_attn_tiled(g->stream, out, q, &a));
@@ -705,6 +734,47 @@ static void gpu_silu_mul(dl_backend *be, float *out, const float *gate, const fl
         }
     }
     LAUNCH(g, &K_SILU, gk_silu_mul(g->stream, out, gate, up, n));
+}
+
+/* out[M, n] = SiLU(x gate^T) * (x up^T). Decode-sized M with float weights
+ * the GEMV takes: one launch whose epilogue makes the product (switch
+ * <backend>.gate_up_silu; bitwise equal to the two steps); else
+ * matmul_n into gate_buf / up_buf, then silu_mul (W8A8 models: with the
+ * int8 codes of out for the down projection). */
+static void gpu_gate_up_silu(dl_backend *be, float *out, float *gate_buf, float *up_buf, const float *x,
+                             const dl_weight *gate, const dl_weight *up, int M) {
+    gpu_impl *g = IMPL(be);
+    if (M <= 0) return;
+    if (!gate->dev || !up->dev) {
+        set_err(g, "matmul: weight not uploaded");
+        return;
+    }
+    if (M <= GEMV_BATCH_M && !is_w8a8(gate) && same_format(gate, up) && !(gate->dtype == DT_F8E4M3 && g->dot2) &&
+        kreg_enabled(&K_GEMV[dt_slot(gate->dtype)]) && kreg_enabled(&K_MULTI) && g->gu_silu) {
+        gk_multi mw = {.count = 2, .y = {gate_buf, up_buf}, .silu = out};
+        mw.w[0] = ((const gpu_weight *)gate->dev)->g;
+        mw.w[1] = ((const gpu_weight *)up->dev)->g;
+        const int64_t K = gate->k, n = gate->n;
+        gpu_act a;
+        if (gk_gemv_silu_ok(&mw, M < GEMV_MAX_M ? M : GEMV_MAX_M) && (M <= GEMV_MAX_M || (K & 3) == 0)) {
+            if (prep_act(g, &a, x, gate, M)) return;
+            if (((uintptr_t)a.x & 15) == 0 && use(g, &K_GU_SILU)) {
+                g->qc_valid = 0;
+                for (int r0 = 0; r0 < M; r0 += GEMV_MAX_M) { /* GEMV_MAX_M rows per launch, as matmul_n */
+                    const int m = M - r0 < GEMV_MAX_M ? M - r0 : GEMV_MAX_M;
+                    mw.y[0] = gate_buf + (size_t)r0 * n;
+                    mw.y[1] = up_buf + (size_t)r0 * n;
+                    mw.silu = out + (size_t)r0 * n;
+                    TIMED(g, &K_GU_SILU, gk_gemv_silu(g->stream, &mw, a.x + (size_t)r0 * K, m));
+                }
+                return;
+            }
+        }
+    }
+    float *const ys[2] = {gate_buf, up_buf};
+    const dl_weight *const ws[2] = {gate, up};
+    gpu_matmul_n(be, ys, x, ws, 2, M);
+    gpu_silu_mul(be, out, gate_buf, up_buf, (size_t)M * (size_t)gate->n);
 }
 
 static void gpu_add(dl_backend *be, float *y, const float *x, size_t n) {
@@ -781,6 +851,8 @@ static int gpu_graph_begin(dl_backend *be, uint64_t key) {
     key ^= (uint64_t)g->maxlen * 0x9E3779B97F4A7C15ull;
     key ^= (uint64_t)g->pdl * 0xC2B2AE3D27D4EB4Full; /* PDL edges are part of a recording */
     key ^= (uint64_t)g->ring * 0x165667B19E3779F9ull; /* so is the GEMV kernel chosen */
+    key ^= (uint64_t)g->fuse_att * 0x27D4EB2F165667C5ull; /* and the launches the fusions leave out */
+    key ^= (uint64_t)g->gu_silu * 0x94D049BB133111EBull;
     return gpu_graphs_begin(g->graphs, key, g->stream);
 }
 
@@ -834,6 +906,8 @@ dl_backend *gpu_backend_create(const char *name) {
     gk_gemv_ring_allow(g->ring);
     const char *d2 = getenv("DOTLM_GPU_FP8_DOT2");
     g->dot2 = d2 && atoi(d2) != 0;
+    const char *af = getenv("DOTLM_GPU_ATTN_FUSE");
+    g->att_fuse_opt = af && atoi(af) != 0;
     be->name = GPU_NAME;
     be->alloc = gpu_alloc;
     be->free = gpu_free;
@@ -856,6 +930,7 @@ dl_backend *gpu_backend_create(const char *name) {
     be->sigmoid_mul = gpu_sigmoid_mul;
     be->copy2d = gpu_copy2d;
     be->matmul_n = gpu_matmul_n;
+    be->gate_up_silu = gpu_gate_up_silu;
     be->add_rmsnorm = gpu_add_rmsnorm;
     be->qk_rope_kv = gpu_qk_rope_kv;
     be->graph_begin = gpu_graph_begin;

@@ -18,7 +18,8 @@
  *    DOTLM_GEMV_VARIANTS="spec;spec;..." times the given specs instead.
  * 4. multi-weight GEMV on Qwen3-8B decode shapes (q/k/v 4096+1024+1024 x
  *    4096, gate/up 2 x 12288 x 4096): one launch per weight vs one
- *    gk_gemv_multi / gk_int8_gemv_multi launch.
+ *    gk_gemv_multi / gk_int8_gemv_multi launch, and (float gate/up) one
+ *    gk_gemv_silu launch (SiLU(gate) * up from the epilogue).
  * 5. prefill GEMM at M = 512..4096: TFLOP/s (TOP/s) vs the measured peak.
  * Exit status: 0 when the sweep passed, 1 otherwise (benchmarks never fail). */
 #include <math.h>
@@ -394,12 +395,13 @@ static const char *const VARIANTS_ALL[] = {
     "default,r1=4,rm=4,i8r1=4,i8rm=4",
 };
 
-/* Multi-weight job on one set of weight copies: the per-weight launches or
- * one multi launch (int8: x quantized beforehand). */
+/* Multi-weight job on one set of weight copies: the per-weight launches
+ * (multi 0), one multi launch (1; int8: x quantized beforehand), or one
+ * gate/up launch with SiLU(gate) * up from its epilogue into silu (2). */
 typedef struct {
     int ncopy, count, M, kp, w8a8, multi;
     const gk_weight *g[16][3];
-    float *y[3];
+    float *y[3], *silu;
     const float *x;
     const int8_t *xq;
     const float *xs;
@@ -413,7 +415,10 @@ static void multi_fn(void *c, int i) {
         memset(&mw, 0, sizeof mw);
         mw.count = m->count;
         for (int j = 0; j < m->count; j++) mw.w[j] = *g[j], mw.y[j] = m->y[j];
-        if (m->w8a8) gk_int8_gemv_multi(st, &mw, m->xq, m->xs, m->M, m->kp);
+        if (m->multi == 2) {
+            mw.silu = m->silu;
+            gk_gemv_silu(st, &mw, m->x, m->M);
+        } else if (m->w8a8) gk_int8_gemv_multi(st, &mw, m->xq, m->xs, m->M, m->kp);
         else gk_gemv_multi(st, &mw, m->x, m->M);
         return;
     }
@@ -565,7 +570,7 @@ int main(int argc, char **argv) {
     struct {
         const char *fmt, *set;
         int M;
-        double sep, mul; /* % of copy bandwidth */
+        double sep, mul, silu; /* % of copy bandwidth (silu < 0: not timed) */
     } mrows[2 * 3 * 4];
     int nm = 0;
     for (int f = 0; f < 3; f++) {
@@ -603,6 +608,7 @@ int main(int argc, char **argv) {
                 mc.y[j] = dy + yoff;
                 yoff += (size_t)8 * mset[ms].n[j];
             }
+            mc.silu = dy + yoff;
             for (int c = 0; c < ncopy; c++)
                 for (int j = 0; j < mset[ms].count; j++) mc.g[c][j] = gpu_weight_view(&ws[c][j]);
             if (w8a8) gk_actq_int8(st, dxq, dxs, dx, 8, (int)mset[ms].k, kp);
@@ -617,6 +623,13 @@ int main(int argc, char **argv) {
                 mrows[nm].M = mc.M;
                 mrows[nm].sep = 100.0 * wb / t0s / copy_bw;
                 mrows[nm].mul = 100.0 * wb / t1s / copy_bw;
+                mrows[nm].silu = -1.0;
+                gk_multi probe = {.count = mset[ms].count, .silu = mc.silu};
+                for (int j = 0; j < mset[ms].count; j++) probe.w[j] = *mc.g[0][j], probe.y[j] = mc.y[j];
+                if (!w8a8 && gk_gemv_silu_ok(&probe, mc.M)) {
+                    mc.multi = 2;
+                    mrows[nm].silu = 100.0 * wb / time_op(multi_fn, &mc, ncopy, quick ? 10 : 40) / copy_bw;
+                }
                 nm++;
             }
             for (int c = 0; c < ncopy; c++)
@@ -651,9 +664,12 @@ int main(int argc, char **argv) {
         printf("%-10s %-11s %2d %9.1f %6.1f%% %9.1f %6.1f%%  %-26s %s\n", rows[i].fmt, rows[i].shape, rows[i].M,
                rows[i].gbs, rows[i].pct, rows[i].kgbs, rows[i].kpct, rows[i].kernel, rows[i].var);
     printf("\n== multi-weight GEMV, kernels alone (%% of copy bandwidth; weights of the set / time) ==\n");
-    printf("%-10s %-26s %2s %10s %10s\n", "format", "weights", "M", "per-weight", "one launch");
-    for (int i = 0; i < nm; i++)
-        printf("%-10s %-26s %2d %9.1f%% %9.1f%%\n", mrows[i].fmt, mrows[i].set, mrows[i].M, mrows[i].sep, mrows[i].mul);
+    printf("%-10s %-26s %2s %10s %10s %10s\n", "format", "weights", "M", "per-weight", "one launch", "+SiLU");
+    for (int i = 0; i < nm; i++) {
+        printf("%-10s %-26s %2d %9.1f%% %9.1f%%", mrows[i].fmt, mrows[i].set, mrows[i].M, mrows[i].sep, mrows[i].mul);
+        if (mrows[i].silu >= 0.0) printf(" %9.1f%%", mrows[i].silu);
+        printf("\n");
+    }
     free(rows);
     free(venv);
     printf("\nsweep: %d passed, %d failed; total %.1f s\n", n_pass, n_fail, now_s() - t0);

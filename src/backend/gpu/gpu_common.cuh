@@ -214,12 +214,13 @@ template <int NA> static __device__ __forceinline__ uint4 dl_ldw16(const void *p
 }
 
 /* Weight rings (the GEMV ring kernels; CUDA sm_80+ only, callers guard
- * with __CUDA_ARCH__ >= 800): thread-private slots of a two-stage ring in
+ * with __CUDA_ARCH__ >= 800): thread-private slots of a 2- or 3-stage ring in
  * dynamic shared memory, filled by cp.async. dl_ring_issue() copies the
  * 16-byte chunk at src[r] + off of each of R rows into slot + r * stride
  * (all when `live`, else none) and commits them as one group (an empty
- * group keeps the count uniform); dl_ring_wait() returns when every
- * committed group has landed. The "memory" clobbers keep the compiler from
+ * group keeps the count uniform); dl_ring_wait<N>() returns when at most
+ * the N most recently committed groups are still in flight (N = 0: all
+ * have landed). The "memory" clobbers keep the compiler from
  * moving shared-memory reads of a slot past the copy that refills it. */
 #if DL_WARP == 32 && !defined(__HIPCC__)
 template <int R, typename P>
@@ -234,7 +235,9 @@ static __device__ __forceinline__ void dl_ring_issue(uint4 *slot, int stride, co
     }
     asm volatile("cp.async.commit_group;" ::: "memory");
 }
-static __device__ __forceinline__ void dl_ring_wait() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+template <int N = 0> static __device__ __forceinline__ void dl_ring_wait() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
 #endif
 
 /* Programmatic dependent launch (PDL; CUDA on sm_90 and later, see
@@ -271,24 +274,25 @@ static __device__ __forceinline__ void dl_pdl_enter() {
  * nothing overlaps the kernel ahead; the store that never happens
  * (blockDim.x is never 0) keeps the dependency in the machine code, so the
  * loads are issued, and land, before the wait. */
-static __device__ __forceinline__ void dl_pdl_enter_after(uint32_t dep, uint32_t *sink) {
+static __device__ __forceinline__ void dl_pdl_enter_after(uint32_t dep, uint32_t *sink, bool trig = true) {
     if (blockDim.x == 0u) *sink = dep;
-    dl_pdl_enter();
+    dl_pdl_wait();
+    if (trig) dl_pdl_trigger(); /* else the next kernel launches as this one's blocks exit */
 }
 static __device__ __forceinline__ uint32_t dl_xor4(uint4 v) { return v.x ^ v.y ^ v.z ^ v.w; }
 static __device__ __forceinline__ uint32_t dl_xor4(int4 v) { return (uint32_t)(v.x ^ v.y ^ v.z ^ v.w); }
 /* dl_pdl_enter_after() for a GEMV's first weight group v[U][R] (chunk u
  * at element k0 + u * step, loaded when < K): dep is the XOR of every loaded
- * word. */
+ * word. trig = false: no early trigger (a GEMV followed by another GEMV). */
 template <int U, int R, typename V>
 static __device__ __forceinline__ void dl_pdl_enter_after_group(const V (&v)[U][R], int k0, int step, int K,
-                                                                uint32_t *sink) {
+                                                                uint32_t *sink, bool trig = true) {
     uint32_t dep = 0;
 #pragma unroll
     for (int u = 0; u < U; u++)
 #pragma unroll
         for (int r = 0; r < R; r++) dep ^= k0 + u * step < K ? dl_xor4(v[u][r]) : 0u;
-    dl_pdl_enter_after(dep, sink);
+    dl_pdl_enter_after(dep, sink, trig);
 }
 
 /* PDL state of the launching thread's process: dl_pdl_on (set through
@@ -361,6 +365,7 @@ struct dl_gv_job {
     int ks[GK_MULTI_MAX]; /* warps splitting each weight's K (float GEMV; 1 = none) */
     unsigned b1, b2;
     unsigned bk_magic; /* WS_BLOCK: ceil(2^32 / bk), so kk / bk = umulhi(kk, bk_magic) for kk * bk < 2^32; else 0 */
+    float *silu;       /* float GEMV gate/up pair (gk_gemv_silu): w[0] gate, w[1] up, silu[m, n] written; else NULL */
 };
 /* What one block needs of its weight: picked field by field with constant
  * parameter indices (a dynamic index would copy the job to local memory). */
@@ -372,6 +377,9 @@ struct dl_gv_sel {
     int64_t ld;
     int ks;     /* warps sharing a row group, each over every ks-th warp-wide chunk span */
     unsigned b; /* block index inside this weight */
+    float *silu; /* pair mode (dl_gv_job::silu): rows R/2.. of a group are up's (data2, scale2, bias2) */
+    const char *data2;
+    const float *scale2, *bias2;
 };
 static __device__ __forceinline__ dl_gv_sel dl_gv_pick(const dl_gv_job &j) {
     const unsigned bid = blockIdx.x;
@@ -385,11 +393,16 @@ static __device__ __forceinline__ dl_gv_sel dl_gv_pick(const dl_gv_job &j) {
     g.ld = i == 0 ? j.w[0].ld : i == 1 ? j.w[1].ld : j.w[2].ld;
     g.ks = i == 0 ? j.ks[0] : i == 1 ? j.ks[1] : j.ks[2];
     g.b = bid - (i == 0 ? 0u : i == 1 ? j.b1 : j.b2);
+    g.silu = j.silu;
+    g.data2 = (const char *)j.w[1].data;
+    g.scale2 = j.w[1].scale;
+    g.bias2 = j.w[1].bias;
     return g;
 }
 /* Where this thread works in a GEMV block of blockDim.x / DL_WARP warps,
  * ks warps per row group of R rows: its lane, its warp's share of the K
- * split (wks < ks) and the group's first row n0 in the block's weight. */
+ * split (wks < ks) and the group's first row n0 in the block's weight (a
+ * gate/up pair passes R / 2: n0 is then the group's first output column). */
 struct dl_gv_at {
     int lane, wks, n0;
 };
@@ -431,6 +444,7 @@ static inline unsigned dl_gv_job_make(dl_gv_job *j, const gk_weight *w, float *c
     }
     j->b1 = start[1];
     j->b2 = start[2];
+    j->silu = nullptr;
     j->bk_magic = w[0].scale_kind == WS_BLOCK && w[0].bk > 0
                       ? (unsigned)((0x100000000ull + (uint64_t)w[0].bk - 1) / (uint64_t)w[0].bk)
                       : 0u;

@@ -104,9 +104,19 @@ typedef struct {
     int count;
     gk_weight w[GK_MULTI_MAX];
     float *y[GK_MULTI_MAX];
+    float *silu; /* gk_gemv_silu only: out[M, n] */
 } gk_multi;
 int gk_gemv_multi_ok(const gk_multi *mw); /* same format/k and every gk_gemv_ok */
 void gk_gemv_multi(void *s, const gk_multi *mw, const float *x, int M);
+/* Gate/up with the SiLU product in the epilogue: count == 2 (w[0] gate,
+ * w[1] up, the same n), mw->silu[m, n] = silu(g) * u with g and u the bits
+ * gk_gemv_multi would write to y[0] / y[1] (which are not written), and the
+ * product as gk_silu_mul makes it: bitwise equal to gk_gemv_multi then
+ * gk_silu_mul. A warp takes R / 2 rows of each weight (R >= 2).
+ * gk_gemv_silu_ok: the weights and M can take it (count 2, gk_gemv_multi_ok,
+ * equal n and ld, M <= 8, silu set); else the caller runs the two steps. */
+int gk_gemv_silu_ok(const gk_multi *mw, int M);
+void gk_gemv_silu(void *s, const gk_multi *mw, const float *x, int M);
 int gk_int8_gemv_multi_ok(const gk_multi *mw);
 void gk_int8_gemv_multi(void *s, const gk_multi *mw, const int8_t *xq, const float *xs, int M, int kp);
 
@@ -154,20 +164,32 @@ typedef struct {
     float scale;
     const void *kc, *vc;       /* layer's cache */
     const int32_t *seq, *pos, *btab;
+    int fuse; /* 1: no combine launch: the last segment block of each (token, KV head x head chunk) merges
+               * the segments (same bits as the combine kernel) */
 } gk_attn;
 /* Split-KV decode (ntok <= 8): each row's [0, pos] is cut into segments of
  * GK_ATTN_SEG positions aligned at 0; one block per (token, KV head,
  * segment) serves all query heads of the group, then a combine merges a
- * row's segments in order (skipped when maxlen <= GK_ATTN_SEG). A row's
- * result depends only on its own sequence and position.
- * ws: >= gk_attn_split_ws(a) bytes (0 when maxlen <= GK_ATTN_SEG).
+ * row's segments in order (skipped when maxlen <= GK_ATTN_SEG), or with
+ * a->fuse the last segment block of each group to finish does (bitwise the
+ * same output, one launch instead of two). A row's result depends only on
+ * its own sequence and position.
+ * ws: >= gk_attn_split_ws(a) bytes (0 when maxlen <= GK_ATTN_SEG). When
+ * that is not 0, ws starts with GK_ATTN_NCNT unsigned int arrival counters
+ * (the fused mode's; at that fixed offset whatever maxlen / ntok): they must
+ * be all zero before the first launch on a workspace (cudaMemset the
+ * workspace to 0 when allocating it) and every launch leaves them all zero.
+ * Returns 1 when the fused merge ran (a->fuse, more than one segment, at
+ * most GK_ATTN_NCNT groups), else 0 (combine kernel, single segment or
+ * tiled).
  * gk_attn_split_ok: the split kernel takes this shape (K/V rows of 16-byte
  * vectors, 16-byte aligned caches); otherwise gk_attn_split runs the tiled
  * kernel. */
 #define GK_ATTN_SEG 64
+#define GK_ATTN_NCNT 2048
 size_t gk_attn_split_ws(const gk_attn *a);
 int gk_attn_split_ok(const gk_attn *a);
-void gk_attn_split(void *s, float *out, const float *q, const gk_attn *a, void *ws);
+int gk_attn_split(void *s, float *out, const float *q, const gk_attn *a, void *ws);
 /* Tiled causal GQA (prefill; also valid for any batch). */
 void gk_attn_tiled(void *s, float *out, const float *q, const gk_attn *a);
 int gk_attn_ok(int hd); /* hd <= 256 and even */

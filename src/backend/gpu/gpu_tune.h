@@ -17,8 +17,9 @@
  *                    software-pipelined one for fp8 weights only, 2 for
  *                    every format (int8 weight-only then also widens
  *                    without I2F); M > 2 always use the original
- *   ring=0|1         fp8 weights at M <= 4 stream through a two-stage
- *                    shared-memory ring filled by cp.async (dl_k_gemv_fa;
+ *   ring=0|1|2       fp8 weights at M <= 4 stream through a two-stage
+ *                    (1) or three-stage (2: two chunks requested before the
+ *                    PDL wait) shared-memory ring filled by cp.async (dl_k_gemv_fa;
  *                    CUDA sm_80+, ignored elsewhere); it takes precedence
  *                    over loop; u and na do not apply to it (its PDL
  *                    trigger: DOTLM_GEMV_TRIG=late, see dl_k_gemv_fa)

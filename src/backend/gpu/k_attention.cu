@@ -13,7 +13,9 @@
  *    (token, KV head, segment) and all query heads of the GQA group (or a
  *    fixed chunk of them), reads each K/V row once with 16-byte loads and
  *    writes the segment's unnormalised partial (max, sum, output); a
- *    combine kernel merges a row's segments in segment order.
+ *    combine kernel merges a row's segments in segment order, or (fused
+ *    mode) the last segment block of each (token, KV head x head chunk) to
+ *    finish merges them, with the same code (da_merge) and so the same bits.
  *
  * Every reduction has a fixed order that depends only on the row's own
  * sequence, position and the model shape (head_dim, heads, KV dtype), never
@@ -229,6 +231,83 @@ static constexpr __host__ __device__ int da_kb(int gm, int cpl, int epl) {
  * combine, so that a one-segment row gets the same bits either way. */
 static __device__ __forceinline__ float da_final(float o, float l) { return l > 0.0f ? o * (1.0f / l) : 0.0f; }
 
+/* Load of a segment partial. The fused merge reads partials other blocks of
+ * the running grid wrote (ordered by their __threadfence + counter and the
+ * merging block's __threadfence), so it must not hit a stale L1 line: CUDA
+ * loads at L2 (ld.global.cg); on HIP the acquire fence already invalidated
+ * the vector L1. */
+static __device__ __forceinline__ float da_ldp(const float *p) {
+#if DL_WARP == 32 && !defined(__HIPCC__)
+    return __ldcg(p);
+#else
+    return *p;
+#endif
+}
+
+/* Merges the segment partials of the nv query vectors vec0 .. vec0 + nv - 1
+ * (one token: segments 0 .. n - 1 each, segment stride nseg; wml / wo laid
+ * out as dl_k_attn_dec writes them) into out, using every thread of the
+ * block (any blockDim). The arithmetic of output (vec, d) depends only on
+ * that vector's partials and hd, never on nv or blockDim, so the combine
+ * kernel (nv = 1, DC_T threads) and the fused merge in dl_k_attn_dec (nv =
+ * gb, DA_NW warps) give the same bits:
+ *   M = max_s m_s;  w_s = m_s == M ? 1 : 2^(m_s - M)
+ *   L = fmaf(l_s, w_s, L) over s = 0, 1, .., n - 1, from 0
+ *   P = DC_T / hd slices: slice j = fmaf(o_s[d], w_s, .) from -0.0 over the
+ *     segments s with (s % DC_T) % P == j, in segment order
+ *   out = da_final(slice 0 + slice 1 + .. + slice P - 1 (in order), L)
+ * Slices without a segment stay -0.0 (the identity of +), so a one-segment
+ * row gives exactly da_final(O, L), as the direct write does. Shared
+ * memory: sw [nv * DC_T] (the chunk's weights), sacc [nv * P * hd] (slice
+ * partials, <= nv * DC_T), sml [2 * nv] (M, L); the caller guarantees no
+ * thread still uses them; the first access follows a __syncthreads. n >= 1. */
+static __device__ __forceinline__ void da_merge(float *__restrict__ out, const float *wml, const float *wo,
+                                                int64_t vec0, int nv, int n, int nseg, int hd, float *sw,
+                                                float *sacc, float *sml) {
+    const int P = DC_T / hd, PH = P * hd;
+    const int lane = threadIdx.x % DL_WARP, wid = threadIdx.x / DL_WARP, nw = blockDim.x / DL_WARP;
+    /* M per vector: one warp per vector (max is order-free) */
+    for (int v = wid; v < nv; v += nw) {
+        const float *ml = wml + (vec0 + v) * nseg * 2;
+        float mx = -INFINITY;
+        for (int s = lane; s < n; s += DL_WARP) mx = fmaxf(mx, da_ldp(ml + 2 * s));
+        mx = dl_warp_max(mx);
+        if (lane == 0) sml[v] = mx;
+    }
+    float L = 0.0f; /* thread v < nv: L of vector v */
+    for (int s0 = 0; s0 < n; s0 += DC_T) {
+        const int cnt = min(DC_T, n - s0);
+        __syncthreads(); /* M is ready; the previous chunk's weights are consumed */
+        for (int e = threadIdx.x; e < nv * cnt; e += blockDim.x) {
+            const int v = e / cnt, i = e - v * cnt;
+            const float ms = da_ldp(wml + ((vec0 + v) * nseg + s0 + i) * 2), M = sml[v];
+            sw[v * DC_T + i] = ms == M ? 1.0f : exp2f(ms - M);
+        }
+        __syncthreads();
+        if ((int)threadIdx.x < nv) {
+            const float *ml = wml + ((vec0 + threadIdx.x) * nseg + s0) * 2 + 1, *w = sw + threadIdx.x * DC_T;
+            for (int i = 0; i < cnt; i++) L = fmaf(da_ldp(ml + 2 * i), w[i], L);
+        }
+        for (int e = threadIdx.x; e < nv * PH; e += blockDim.x) {
+            const int v = e / PH, r = e - v * PH, j = r / hd, d = r - j * hd;
+            const float *op = wo + ((vec0 + v) * nseg + s0) * hd + d, *w = sw + v * DC_T;
+            float acc = s0 == 0 ? -0.0f : sacc[e];
+#pragma unroll 8
+            for (int i = j; i < cnt; i += P) acc = fmaf(da_ldp(op + (int64_t)i * hd), w[i], acc);
+            sacc[e] = acc;
+        }
+    }
+    if ((int)threadIdx.x < nv) sml[nv + threadIdx.x] = L;
+    __syncthreads();
+    for (int e = threadIdx.x; e < nv * hd; e += blockDim.x) {
+        const int v = e / hd, d = e - v * hd;
+        const float *sa = sacc + v * PH + d;
+        float tot = sa[0];
+        for (int j = 1; j < P; j++) tot += sa[j * hd];
+        out[(vec0 + v) * hd + d] = da_final(tot, sml[nv + v]);
+    }
+}
+
 /* gfx906: a 256-thread block is one wave per SIMD; the shapes that fit 128
  * VGPRs (GM <= 4 and GM * EPL <= 32; the Qwen3-8B shape needed 129) ask for
  * 2 waves per SIMD. CUDA: ptxas picks (128 registers for those shapes,
@@ -246,18 +325,26 @@ static __device__ __forceinline__ float da_final(float o, float l) { return l > 
  * out (normalised); else wml[(vec * nseg + seg) * 2 + {0, 1}] = (max, sum)
  * in the log2 domain and wo[(vec * nseg + seg) * hd + d] = unnormalised
  * output, vec = token * nh + head. Segments past the token's pos write
- * nothing. */
+ * nothing. cnt != NULL (fused, nseg > 1): a token with one segment
+ * (pos < SEG) writes out directly (the bits the combine gives for n = 1);
+ * else each block, after its partials, adds 1 to the arrival counter
+ * cnt[token * gridDim.y + blockIdx.y] (all zero at entry), and the block
+ * that arrives last (pos / SEG + 1 blocks of the token write) resets it to
+ * 0 and merges the group's gb heads (da_merge, as the combine does). */
 template <int KF16, int CPL, int GM>
 __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
     dl_k_attn_dec(float *__restrict__ out, float *__restrict__ wml, float *__restrict__ wo,
-                  const float *__restrict__ q, gk_attn a, int lt, int gb, int nseg, float c2) {
+                  unsigned int *__restrict__ cnt, const float *__restrict__ q, gk_attn a, int lt, int gb, int nseg,
+                  float c2) {
     dl_pdl_enter();
     constexpr int DT = KF16 ? DT_F16 : DT_F32;
     constexpr int VE = dl_wt<DT>::VEC; /* elements per 16-byte vector */
     constexpr int EPL = CPL * VE;      /* elements of a row held by one lane */
     constexpr int KB = da_kb(GM, CPL, EPL);
+    static_assert(DA_NW * DA_SO >= 2 * 8 * DC_T, "fused merge: weights + slice partials of 8 heads fit in so");
     __shared__ float so[DA_NW * DA_SO];
     __shared__ float sm[DA_NW * GM], sl[DA_NW * GM];
+    __shared__ int slast;
 
     const int t = blockIdx.z, seg = blockIdx.x;
     const int pos = a.pos[t];
@@ -402,6 +489,10 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
         }
     }
     __syncthreads();
+    /* blocks of this token that write (p0 <= pos); one: direct write. pos
+     * is re-read here so that it does not hold a register through the loop */
+    const int nact = min(__ldg(a.pos + t) / GK_ATTN_SEG + 1, nseg);
+    const bool direct = nseg == 1 || (cnt && nact == 1);
     /* merge the warps in warp order; warp 0 always has keys (p0 <= pos) */
     for (int i = threadIdx.x; i < gb * hd; i += blockDim.x) {
         const int h = i / hd, d = i - h * hd;
@@ -417,7 +508,7 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
             O = fmaf(so[u * DA_SO + i], f, O);
         }
         const int64_t vec = (int64_t)t * a.nh + h0 + h;
-        if (nseg == 1) {
+        if (direct) {
             out[vec * hd + d] = da_final(O, L);
         } else {
             const int64_t r = vec * nseg + seg;
@@ -428,60 +519,32 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
             }
         }
     }
+    if (direct || !cnt) return;
+    /* fused: publish the partials, count the arrival; the last block merges */
+    __threadfence();
+    __syncthreads(); /* also: so / sm are free for da_merge */
+    unsigned int *c = cnt + (int64_t)t * gridDim.y + blockIdx.y;
+    if (threadIdx.x == 0) slast = atomicAdd(c, 1u) == (unsigned int)(nact - 1);
+    __syncthreads();
+    if (!slast) return;
+    __threadfence(); /* acquire: the other blocks' partials */
+    if (threadIdx.x == 0) *c = 0; /* every block of the group has counted */
+    da_merge(out, wml, wo, (int64_t)t * a.nh + h0, gb, nact, nseg, hd, so, so + gb * DC_T, sm);
 }
 
 /* out[vec] = sum_s O_s 2^(m_s - M) / sum_s L_s 2^(m_s - M) over the row's
- * segments s < pos / SEG + 1, in segment order. One block per (token,
- * head): the weights of a chunk of segments go to shared memory; every
- * thread sums L itself in segment order (same value everywhere); output dim
- * d is summed by P = DC_T / hd slices (slice j takes segments j, j + P, ...
- * of each chunk), then the slices are added in slice order. Slices without
- * a segment hold -0.0 (the identity of +), so a one-segment row gives
- * exactly O * (1 / L), as the direct write does. */
+ * segments s < pos / SEG + 1 (da_merge, which documents the order). One
+ * block per (token, head); the reference for the fused merge in
+ * dl_k_attn_dec (same function, same bits). */
 __global__ void __launch_bounds__(DC_T)
     dl_k_attn_combine(float *__restrict__ out, const float *__restrict__ wml, const float *__restrict__ wo,
                       gk_attn a, int nseg) {
     dl_pdl_enter();
-    __shared__ float sw[DC_T], sl[DC_T], sacc[DC_T], red[DC_T / DL_WARP];
+    __shared__ float sw[DC_T], sacc[DC_T], sml[2];
     const int64_t vec = blockIdx.x;
-    const int t = (int)(vec / a.nh), hd = a.hd;
+    const int t = (int)(vec / a.nh);
     const int n = min(a.pos[t] / GK_ATTN_SEG + 1, nseg);
-    const float *ml = wml + vec * nseg * 2, *ov = wo + vec * nseg * hd;
-    const int lane = threadIdx.x % DL_WARP, wid = threadIdx.x / DL_WARP;
-
-    float mx = -INFINITY;
-    for (int s = threadIdx.x; s < n; s += DC_T) mx = fmaxf(mx, ml[2 * s]);
-    mx = dl_warp_max(mx);
-    if (lane == 0) red[wid] = mx;
-    __syncthreads();
-    float M = red[0];
-    for (int i = 1; i < DC_T / DL_WARP; i++) M = fmaxf(M, red[i]);
-
-    const int P = DC_T / hd, slice = threadIdx.x / hd, d = threadIdx.x - slice * hd;
-    float acc = -0.0f, L = 0.0f;
-    for (int s0 = 0; s0 < n; s0 += DC_T) {
-        const int cnt = min(DC_T, n - s0);
-        __syncthreads(); /* the previous chunk's weights are consumed */
-        if ((int)threadIdx.x < cnt) {
-            const float ms = ml[2 * (s0 + threadIdx.x)];
-            sw[threadIdx.x] = ms == M ? 1.0f : exp2f(ms - M);
-            sl[threadIdx.x] = ml[2 * (s0 + threadIdx.x) + 1];
-        }
-        __syncthreads();
-        for (int i = 0; i < cnt; i++) L = fmaf(sl[i], sw[i], L);
-        if (slice < P) {
-            const float *op = ov + (int64_t)s0 * hd + d;
-#pragma unroll 8
-            for (int i = slice; i < cnt; i += P) acc = fmaf(op[(int64_t)i * hd], sw[i], acc);
-        }
-    }
-    sacc[threadIdx.x] = acc;
-    __syncthreads();
-    if ((int)threadIdx.x < hd) {
-        float tot = acc;
-        for (int j = 1; j < P; j++) tot += sacc[j * hd + threadIdx.x];
-        out[vec * hd + threadIdx.x] = da_final(tot, L);
-    }
+    da_merge(out, wml, wo, vec, 1, n, nseg, a.hd, sw, sacc, sml);
 }
 
 /* ------------------------------------------------------------------------
@@ -524,33 +587,40 @@ extern "C" int gk_attn_split_ok(const gk_attn *a) {
     return da_pick(a, &c);
 }
 
+/* nseg > 1: GK_ATTN_NCNT arrival counters at offset 0 (fixed, so a smaller
+ * later launch never finds a counter where partials were), then wml
+ * [ntok * nh * nseg * 2] and wo [ntok * nh * nseg * hd] floats. */
+#define DA_CNT_BYTES ((size_t)GK_ATTN_NCNT * sizeof(unsigned int))
+
 extern "C" size_t gk_attn_split_ws(const gk_attn *a) {
     const int nseg = da_nseg(a);
     if (nseg <= 1) return 0;
-    return (size_t)a->ntok * a->nh * nseg * (a->hd + 2) * sizeof(float);
+    return DA_CNT_BYTES + (size_t)a->ntok * a->nh * nseg * (a->hd + 2) * sizeof(float);
 }
 
+/* ws: the partials (wml then wo; NULL when nseg == 1); cnt: the arrival
+ * counters (NULL: not fused). */
 template <int KF16, int CPL, int GM>
 static void da_launch(cudaStream_t st, float *out, const float *q, const gk_attn *a, const da_cfg *c, int nseg,
-                      float *ws) {
+                      float *ws, unsigned int *cnt) {
     const int G = a->nh / a->nkv;
     dim3 grid((unsigned)nseg, (unsigned)(a->nkv * (G / c->gb)), (unsigned)a->ntok);
     float *wml = ws, *wo = ws ? ws + (size_t)a->ntok * a->nh * nseg * 2 : nullptr;
-    dl_launch(dl_k_attn_dec<KF16, CPL, GM>, grid, DA_NW * DL_WARP, 0, st, out, wml, wo, q, *a, c->lt, c->gb, nseg,
-                                                                   a->scale * DA_LOG2E);
+    dl_launch(dl_k_attn_dec<KF16, CPL, GM>, grid, DA_NW * DL_WARP, 0, st, out, wml, wo, cnt, q, *a, c->lt, c->gb,
+              nseg, a->scale * DA_LOG2E);
 }
 
 /* GM * EPL <= 64: GM = 8 only where EPL <= 8. */
 template <int KF16, int CPL>
 static void da_launch_gm(cudaStream_t st, float *out, const float *q, const gk_attn *a, const da_cfg *c, int nseg,
-                         float *ws) {
+                         float *ws, unsigned int *cnt) {
     constexpr int EPL = CPL * (KF16 ? 8 : 4);
     switch (c->gm) {
-    case 1: da_launch<KF16, CPL, 1>(st, out, q, a, c, nseg, ws); break;
-    case 2: da_launch<KF16, CPL, 2>(st, out, q, a, c, nseg, ws); break;
-    case 4: da_launch<KF16, CPL, 4>(st, out, q, a, c, nseg, ws); break;
+    case 1: da_launch<KF16, CPL, 1>(st, out, q, a, c, nseg, ws, cnt); break;
+    case 2: da_launch<KF16, CPL, 2>(st, out, q, a, c, nseg, ws, cnt); break;
+    case 4: da_launch<KF16, CPL, 4>(st, out, q, a, c, nseg, ws, cnt); break;
     default:
-        if constexpr (EPL <= 8) da_launch<KF16, CPL, 8>(st, out, q, a, c, nseg, ws);
+        if constexpr (EPL <= 8) da_launch<KF16, CPL, 8>(st, out, q, a, c, nseg, ws, cnt);
         break;
     }
 }
@@ -585,27 +655,34 @@ extern "C" void gk_attn_tiled(void *s, float *out, const float *q, const gk_attn
 /* Split-KV decode: segments of GK_ATTN_SEG positions, grid sized by
  * a->maxlen (any value >= the batch's max pos + 1 gives the same results);
  * one segment for every row (maxlen <= SEG): the block writes the output
- * directly, else partials to ws and the combine. Shapes da_pick refuses
- * (K/V rows not 16-byte vectors) run the tiled kernel. */
-extern "C" void gk_attn_split(void *s, float *out, const float *q, const gk_attn *a, void *ws) {
-    if (a->ntok <= 0) return;
+ * directly, else partials to ws and the combine, or with a->fuse (and at
+ * most GK_ATTN_NCNT (token, KV head x head chunk) groups) the last block of
+ * each group merges (same bits, no combine launch). Shapes da_pick refuses
+ * (K/V rows not 16-byte vectors) run the tiled kernel. Returns 1 when the
+ * merge ran in the segment kernel (fused, nseg > 1), else 0. */
+extern "C" int gk_attn_split(void *s, float *out, const float *q, const gk_attn *a, void *ws) {
+    if (a->ntok <= 0) return 0;
     cudaStream_t st = (cudaStream_t)s;
     da_cfg c;
     if (!da_pick(a, &c)) {
         tiled_launch(st, out, q, a);
-        return;
+        return 0;
     }
     const int nseg = da_nseg(a);
-    float *w = nseg > 1 ? (float *)ws : nullptr;
+    const int64_t ngrp = (int64_t)a->ntok * a->nkv * (a->nh / a->nkv / c.gb);
+    const int fused = nseg > 1 && a->fuse && ngrp <= GK_ATTN_NCNT;
+    float *w = nseg > 1 ? (float *)((char *)ws + DA_CNT_BYTES) : nullptr;
+    unsigned int *cnt = fused ? (unsigned int *)ws : nullptr;
     if (a->kv_f16) {
-        if (c.cpl == 1) da_launch_gm<1, 1>(st, out, q, a, &c, nseg, w);
-        else da_launch_gm<1, 2>(st, out, q, a, &c, nseg, w);
+        if (c.cpl == 1) da_launch_gm<1, 1>(st, out, q, a, &c, nseg, w, cnt);
+        else da_launch_gm<1, 2>(st, out, q, a, &c, nseg, w, cnt);
     } else {
-        if (c.cpl == 1) da_launch_gm<0, 1>(st, out, q, a, &c, nseg, w);
-        else if (c.cpl == 2) da_launch_gm<0, 2>(st, out, q, a, &c, nseg, w);
-        else da_launch_gm<0, 4>(st, out, q, a, &c, nseg, w);
+        if (c.cpl == 1) da_launch_gm<0, 1>(st, out, q, a, &c, nseg, w, cnt);
+        else if (c.cpl == 2) da_launch_gm<0, 2>(st, out, q, a, &c, nseg, w, cnt);
+        else da_launch_gm<0, 4>(st, out, q, a, &c, nseg, w, cnt);
     }
-    if (nseg > 1)
-        dl_launch(dl_k_attn_combine, (unsigned)((int64_t)a->ntok * a->nh), DC_T, 0, st, 
-            out, w, w + (size_t)a->ntok * a->nh * nseg * 2, *a, nseg);
+    if (nseg > 1 && !fused)
+        dl_launch(dl_k_attn_combine, (unsigned)((int64_t)a->ntok * a->nh), DC_T, 0, st, out, w,
+                  w + (size_t)a->ntok * a->nh * nseg * 2, *a, nseg);
+    return fused;
 }

@@ -207,9 +207,13 @@ static __device__ const float dl_one = 1.0f;
  * butterfly); with a K split (g.ks > 1) the ks warps of a row group then
  * add their sums in warp order (through shared memory; every warp of the
  * block must get here); times the tensor/channel scale, plus bias, stored
- * for the rows n0 + r < g.n. */
+ * for the rows n0 + r < g.n. A gate/up pair (g.silu) stores instead, for
+ * column n0 + r (r < R / 2), silu(gate) * up of the two values so made
+ * from rows r and r + R / 2, as dl_k_silu_mul would from y: the same bits. */
 template <int R, int MR>
 static __device__ __forceinline__ void dl_gv_store(float (&acc)[R][MR], const dl_gv_sel &g, int sk, int n0, int lane) {
+    float v[R][MR]; /* the row sums, valid where own */
+    bool own;
     if (g.ks > 1) {
         __shared__ float red[GEMV_MAXT / DL_WARP][R * MR];
         const int wid = threadIdx.x / DL_WARP;
@@ -217,22 +221,41 @@ static __device__ __forceinline__ void dl_gv_store(float (&acc)[R][MR], const dl
         for (int r = 0; r < R; r++)
 #pragma unroll
             for (int m = 0; m < MR; m++) {
-                const float v = dl_warp_sum(acc[r][m]);
-                if (lane == 0) red[wid][r * MR + m] = v;
+                const float t = dl_warp_sum(acc[r][m]);
+                if (lane == 0) red[wid][r * MR + m] = t;
             }
         __syncthreads();
-        if (lane != 0 || wid % g.ks) return;
+        own = lane == 0 && wid % g.ks == 0;
+        if (!own) return;
 #pragma unroll
-        for (int r = 0; r < R; r++) {
-            const int n = n0 + r;
-            if (n >= g.n) continue;
-            const float rs = dl_gv_rowscale(sk, g.scale, n);
-            const float b = g.bias ? g.bias[n] : 0.0f;
+        for (int r = 0; r < R; r++)
 #pragma unroll
             for (int m = 0; m < MR; m++) {
-                float v = red[wid][r * MR + m];
-                for (int w = 1; w < g.ks; w++) v = __fadd_rn(v, red[wid + w][r * MR + m]);
-                g.y[(int64_t)m * g.n + n] = __fadd_rn(__fmul_rn(v, rs), b);
+                float t = red[wid][r * MR + m];
+                for (int w = 1; w < g.ks; w++) t = __fadd_rn(t, red[wid + w][r * MR + m]);
+                v[r][m] = t;
+            }
+    } else {
+#pragma unroll
+        for (int r = 0; r < R; r++)
+#pragma unroll
+            for (int m = 0; m < MR; m++) v[r][m] = dl_warp_sum(acc[r][m]);
+        own = lane == 0;
+        if (!own) return;
+    }
+    if (R >= 2 && g.silu) {
+        constexpr int H = R / 2;
+#pragma unroll
+        for (int r = 0; r < H; r++) {
+            const int n = n0 + r;
+            if (n >= g.n) continue;
+            const float rg = dl_gv_rowscale(sk, g.scale, n), bg = g.bias ? g.bias[n] : 0.0f;
+            const float ru = dl_gv_rowscale(sk, g.scale2, n), bu = g.bias2 ? g.bias2[n] : 0.0f;
+#pragma unroll
+            for (int m = 0; m < MR; m++) {
+                const float yg = __fadd_rn(__fmul_rn(v[r][m], rg), bg);
+                const float yu = __fadd_rn(__fmul_rn(v[r + H][m], ru), bu);
+                g.silu[(int64_t)m * g.n + n] = dl_silu_mul1(yg, yu);
             }
         }
         return;
@@ -240,27 +263,36 @@ static __device__ __forceinline__ void dl_gv_store(float (&acc)[R][MR], const dl
 #pragma unroll
     for (int r = 0; r < R; r++) {
         const int n = n0 + r;
-        const float rs = n < g.n ? dl_gv_rowscale(sk, g.scale, n) : 0.0f;
-        const float b = (n < g.n && g.bias) ? g.bias[n] : 0.0f;
+        if (n >= g.n) continue;
+        const float rs = dl_gv_rowscale(sk, g.scale, n);
+        const float b = g.bias ? g.bias[n] : 0.0f;
 #pragma unroll
-        for (int m = 0; m < MR; m++) {
-            float v = dl_warp_sum(acc[r][m]);
-            if (lane == 0 && n < g.n) g.y[(int64_t)m * g.n + n] = __fadd_rn(__fmul_rn(v, rs), b);
-        }
+        for (int m = 0; m < MR; m++) g.y[(int64_t)m * g.n + n] = __fadd_rn(__fmul_rn(v[r][m], rs), b);
     }
+}
+
+/* Rows per group in the block's placement: R, or R / 2 output columns for
+ * a gate/up pair. */
+template <int R> static __device__ __forceinline__ int dl_gv_cols(const dl_gv_sel &g) {
+    return (R >= 2 && g.silu) ? R / 2 : R;
 }
 
 /* Row pointers of a row group: wrow[r] = row n0 + r of the block's weight
  * (tail rows past g.n recompute the last row, not stored), srow[r] = its
- * block-scale row (WS_BLOCK) or the constant 1. */
+ * block-scale row (WS_BLOCK) or the constant 1. A gate/up pair: rows r <
+ * R / 2 are gate rows n0 + r, the others up rows n0 + r - R / 2 (the two
+ * weights share n, ld and the scale layout). */
 template <int DT, int R>
 static __device__ __forceinline__ void dl_gv_rows(const dl_gv_sel &g, const dl_gv_job &j, int n0, const char *(&wrow)[R],
                                                   const float *(&srow)[R]) {
 #pragma unroll
     for (int r = 0; r < R; r++) {
-        const int n = n0 + r < g.n ? n0 + r : g.n - 1;
-        wrow[r] = g.data + (int64_t)n * g.ld * dl_wt<DT>::ES;
-        srow[r] = j.w[0].scale_kind == WS_BLOCK ? g.scale + (int64_t)(n / j.w[0].bn) * j.w[0].kb : &dl_one;
+        const bool up = R >= 2 && g.silu && r >= R / 2;
+        const int c = n0 + (up ? r - R / 2 : r);
+        const int n = c < g.n ? c : g.n - 1;
+        wrow[r] = (up ? g.data2 : g.data) + (int64_t)n * g.ld * dl_wt<DT>::ES;
+        srow[r] = j.w[0].scale_kind == WS_BLOCK ? (up ? g.scale2 : g.scale) + (int64_t)(n / j.w[0].bn) * j.w[0].kb
+                                                 : &dl_one;
     }
 }
 
@@ -323,7 +355,7 @@ __global__ void __launch_bounds__(GEMV_MAXT)
     typedef dl_wt<DT> T;
     typedef dl_gv<DT, CV> G;
     const dl_gv_sel g = dl_gv_pick(j);
-    const dl_gv_at at = dl_gv_place(g, g.ks, R);
+    const dl_gv_at at = dl_gv_place(g, g.ks, dl_gv_cols<R>(g));
     const int lane = at.lane, wks = at.wks, n0 = at.n0;
     if (g.ks == 1 && n0 >= g.n) return; /* split: every warp meets the epilogue's barrier (rows clamp) */
     const int K = (int)j.w[0].k;
@@ -363,7 +395,7 @@ __global__ void __launch_bounds__(GEMV_MAXT)
      * H200 (2026-11-30, fp8 Qwen3-8B decode at 512): 248.7 tok/s, against
      * 239.8 with a plain load-then-compute loop after the wait. */
     load(k0); /* weights only: before the wait for the kernel that made x */
-    dl_pdl_enter_after_group<U, R>(raw, k0, step, K, (uint32_t *)g.y);
+    dl_pdl_enter_after_group<U, R>(raw, k0, step, K, (uint32_t *)g.y, !g.silu); /* gate/up: see gv_go */
     for (;;) {
         compute(k0);
         k0 += step * U;
@@ -398,14 +430,18 @@ __global__ void __launch_bounds__(GEMV_MAXT)
  * 69.5%, gate/up 75.7% against 68.9%, Qwen3-8B fp8 decode 258.6 against
  * 242.8 tok/s). Larger M are left free (0: no bound; a bound of one block
  * let nvcc take more registers and made M = 2 slower). */
-template <int DT, int MR, int R, int CV>
+/* S = 3 stages (knob ring=2): chunks 0 and 1 are both requested before the
+ * PDL wait (twice the weights in flight while the kernel ahead finishes),
+ * and chunk c + 2 is requested as chunk c is consumed. */
+template <int DT, int MR, int R, int CV, int S>
 __global__ void __launch_bounds__(GEMV_MAXT, MR == 1 ? 4 : 0)
     dl_k_gemv_fa(const float *__restrict__ x, const dl_gv_job j, int late) {
+    static_assert(S == 2 || S == 3, "two or three ring stages");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && DL_WARP == 32 && !defined(__HIPCC__)
     typedef dl_wt<DT> T;
     extern __shared__ uint4 dl_ring[];
     const dl_gv_sel g = dl_gv_pick(j);
-    const dl_gv_at at = dl_gv_place(g, g.ks, R);
+    const dl_gv_at at = dl_gv_place(g, g.ks, dl_gv_cols<R>(g));
     const int lane = at.lane, wks = at.wks, n0 = at.n0;
     if (g.ks == 1 && n0 >= g.n) return; /* split: every warp meets the epilogue's barrier (rows clamp) */
     const int K = (int)j.w[0].k;
@@ -418,17 +454,21 @@ __global__ void __launch_bounds__(GEMV_MAXT, MR == 1 ? 4 : 0)
     const int T_ = blockDim.x;
     const int step = DL_WARP * g.ks * T::VEC, k1 = (lane + DL_WARP * wks) * T::VEC;
     const int nc = k1 < K ? (K - k1 + step - 1) / step : 0; /* the thread's chunks */
-    /* chunk c of every row into ring stage c & 1 */
-    auto issue = [&](int c) {
-        dl_ring_issue<R>(dl_ring + (c & 1) * R * T_ + threadIdx.x, T_, wrow, (k1 + c * step) * T::ES, c < nc);
+    /* chunk c of every row into ring stage st (= c % S) */
+    auto issue = [&](int c, int st) {
+        dl_ring_issue<R>(dl_ring + st * R * T_ + threadIdx.x, T_, wrow, (k1 + c * step) * T::ES, c < nc);
     };
-    issue(0);
+    issue(0, 0);
+    if (S == 3) issue(1, 1);
     dl_pdl_wait(); /* x is read, y written, only from here on */
     if (!late) dl_pdl_trigger();
+    int cur = 0; /* c % S */
     for (int c = 0; c < nc; c++) {
-        dl_ring_wait(); /* chunk c has landed */
-        issue(c + 1);
-        const uint4 *slot = dl_ring + (c & 1) * R * T_ + threadIdx.x;
+        dl_ring_wait<S - 2>(); /* chunk c has landed (c + 1 may be in flight) */
+        /* chunk c + S - 1 into the stage chunk c - 1 left (consumed) */
+        issue(c + S - 1, cur == 0 ? S - 1 : cur - 1);
+        const uint4 *slot = dl_ring + cur * R * T_ + threadIdx.x;
+        cur = cur == S - 1 ? 0 : cur + 1;
         uint4 raw[R];
 #pragma unroll
         for (int r = 0; r < R; r++) raw[r] = slot[r * T_];
@@ -461,7 +501,7 @@ __global__ void __launch_bounds__(GEMV_MAXT)
     typedef dl_wt<DT> T;
     typedef dl_gv<DT, CV> G;
     const dl_gv_sel g = dl_gv_pick(j);
-    const dl_gv_at at = dl_gv_place(g, g.ks, R);
+    const dl_gv_at at = dl_gv_place(g, g.ks, dl_gv_cols<R>(g));
     const int lane = at.lane, wks = at.wks, n0 = at.n0;
     if (g.ks == 1 && n0 >= g.n) return; /* split: every warp meets the epilogue's barrier (rows clamp) */
     const int K = (int)j.w[0].k;
@@ -472,12 +512,9 @@ __global__ void __launch_bounds__(GEMV_MAXT)
     const int nc = kl < K ? (K - kl + step - 1) / step : 0; /* the lane's chunks */
     const char *wp[R]; /* the group's first chunk in each row */
     const float *srow[R];
+    dl_gv_rows<DT, R>(g, j, n0, wp, srow);
 #pragma unroll
-    for (int r = 0; r < R; r++) {
-        const int n = n0 + r < g.n ? n0 + r : g.n - 1; /* tail rows recompute the last row */
-        wp[r] = g.data + ((int64_t)n * g.ld + kl) * T::ES;
-        srow[r] = sk == WS_BLOCK ? g.scale + (int64_t)(n / j.w[0].bn) * j.w[0].kb : &dl_one;
-    }
+    for (int r = 0; r < R; r++) wp[r] += kl * T::ES;
     uint4 raw[U][R]; /* chunk u of the current group; past the lane's chunks neither loaded nor used */
 #pragma unroll
     for (int u = 0; u < U; u++)
@@ -485,7 +522,7 @@ __global__ void __launch_bounds__(GEMV_MAXT)
 #pragma unroll
             for (int r = 0; r < R; r++) raw[u][r] = dl_ldw16<NA>(wp[r] + u * step * T::ES);
     /* chunk u loaded when u < nc */
-    dl_pdl_enter_after_group<U, R>(raw, 0, 1, nc, (uint32_t *)g.y); /* x is read only from here on */
+    dl_pdl_enter_after_group<U, R>(raw, 0, 1, nc, (uint32_t *)g.y, !g.silu); /* x is read only from here on */
     float acc[R][MR];
     dl_gv_zero(acc);
     const float *xp = x + kl;   /* the group's first chunk in x row 0 */
@@ -694,6 +731,15 @@ int dl_ring_late() {
     return v;
 }
 void dl_ring_note() { g_ring_n++; }
+/* DOTLM_GEMV_SILU_TRIG=early (experiment, read once): the gate/up + SiLU
+ * ring launch triggers its successor early, as the other GEMVs (same bits). */
+static int dl_silu_early() {
+    static const int v = [] {
+        const char *e = getenv("DOTLM_GEMV_SILU_TRIG");
+        return e && !strcmp(e, "early") ? 1 : 0;
+    }();
+    return v;
+}
 extern "C" int gk_gemv_ring_supported(void) {
 #if DL_WARP == 32 && !defined(__HIPCC__)
     static const int ok = [] {
@@ -769,12 +815,12 @@ static int cfg_apply(gv_knobs *k, const char *spec) {
         char *end;
         long x = strtol(v, &end, 10);
         if (*end || end == v) return -1;
-        /* allowed values as bit masks: u 0 (auto)|2|4, na 0|1, wpb 4|8, rows 0 (default)|1|2|4, loop 0|1|2, ring 0|1 */
+        /* allowed values as bit masks: u 0 (auto)|2|4, na 0|1, wpb 4|8, rows 0 (default)|1|2|4, loop 0|1|2, ring 0|1|2 */
         const unsigned U24 = 0x15, B01 = 0x3, W48 = 0x110, R = 0x17, L012 = 0x7;
         const struct { const char *k; int *p; unsigned ok; } tab[] = {
             {"u", &c->u, U24}, {"na", &c->na, B01}, {"wpb", &c->wpb, W48}, {"r1", &c->r1, R},
             {"rm", &c->rm, R}, {"i8u", &c->i8u, U24}, {"i8na", &c->i8na, B01}, {"i8wpb", &c->i8wpb, W48},
-            {"i8r1", &c->i8r1, R}, {"i8rm", &c->i8rm, R}, {"loop", &k->loop, L012}, {"ring", &c->ring, B01},
+            {"i8r1", &c->i8r1, R}, {"i8rm", &c->i8rm, R}, {"loop", &k->loop, L012}, {"ring", &c->ring, L012},
             {"i8ring", &c->i8ring, B01}};
         size_t i = 0;
         for (; i < sizeof tab / sizeof tab[0]; i++)
@@ -839,6 +885,7 @@ struct gv_call {
     int count;
     dl_gemv_cfg cfg;
     int loop;
+    float *silu; /* gate/up pair (gk_gemv_silu): w[0] gate, w[1] up; else NULL */
 };
 
 /* Warps splitting a weight's K (part of the GEMV's summation order, so a
@@ -861,9 +908,19 @@ static int gv_ks_maxn() {
     }();
     return v;
 }
+/* DOTLM_GEMV_FP8KS4N=n (experiment, read once): fp8 weights with fewer than
+ * n rows and >= 8 chunks per lane split K over 4 warps instead of 2 (more
+ * warps streaming a small weight; changes the summation order). */
+static int gv_fp8_ks4n() {
+    static const int v = [] {
+        const char *e = getenv("DOTLM_GEMV_FP8KS4N");
+        return e ? atoi(e) : 0;
+    }();
+    return v;
+}
 static int gv_ks(const gk_weight &w, int vec) {
     const int64_t chunks = DL_CDIV(w.k, (int64_t)DL_WARP * vec); /* per lane, unsplit */
-    if (dl_is_fp8(w.dtype)) return chunks >= 4 ? 2 : 1;
+    if (dl_is_fp8(w.dtype)) return chunks >= 8 && w.n < gv_fp8_ks4n() ? 4 : chunks >= 4 ? 2 : 1;
     if (vec >= 16 || w.n >= gv_ks_maxn()) return 1;
     return chunks >= 16 ? 4 : chunks >= 8 ? 2 : 1;
 }
@@ -873,7 +930,14 @@ static void gv_go(const gv_call &c) {
     dl_gv_job j;
     int ks[GK_MULTI_MAX] = {1, 1, 1};
     for (int i = 0; i < c.count; i++) ks[i] = gv_ks(c.w[i], dl_wt<DT>::VEC);
-    const unsigned grid = dl_gv_job_make(&j, c.w, c.y, c.count, c.cfg.wpb, R, ks);
+    /* a gate/up pair is one weight of R / 2 columns per row group whose
+     * rows R / 2.. come from up (same shape, so the same ks) */
+    const unsigned grid = dl_gv_job_make(&j, c.w, c.y, c.silu ? 1 : c.count, c.cfg.wpb, c.silu ? R / 2 : R, ks);
+    if (c.silu) {
+        j.w[1] = c.w[1];
+        j.y[1] = c.y[1];
+        j.silu = c.silu;
+    }
 #if DL_WARP == 32 && !defined(__HIPCC__)
     /* M <= 4: at M = 8 the ring measured slower than the register loop
      * (H200, 2026-11-30, fp8 5120x17408: 11.7% against 16.1% of the copy
@@ -881,11 +945,25 @@ static void gv_go(const gv_call &c) {
      * 25.4%) */
     if constexpr ((DT == DT_F8E4M3 || DT == DT_F8E5M2) && MR <= 4) {
         if (c.cfg.ring && dl_ring_ok()) {
-            /* two stages of R chunks per thread: 32 KiB at most (R = 4, wpb = 8), under the 48 KiB default */
-            const size_t smem = (size_t)2 * R * c.cfg.wpb * DL_WARP * sizeof(uint4);
+            /* S stages of R chunks per thread: 48 KiB at most (S = 3, R = 4, wpb = 8), the default limit */
+            const int S = c.cfg.ring == 2 ? 3 : 2;
+            const size_t smem = (size_t)S * R * c.cfg.wpb * DL_WARP * sizeof(uint4);
             g_ring_n++;
-            return dl_launch(dl_k_gemv_fa<DT, MR, R, CV>, grid, c.cfg.wpb * DL_WARP, smem, c.st, c.x, j,
-                             dl_ring_late());
+            /* a gate/up pair is followed by the down projection's GEMV, not by
+             * a small kernel: it lets that one launch after its K loop (the
+             * faster order between back-to-back GEMVs, see dl_k_gemv_fa) */
+            const int late = dl_ring_late() || (c.silu && !dl_silu_early());
+            if (S == 3) {
+                /* 48 KiB of ring plus the epilogue's static array pass the default per-block limit */
+                static bool big = false;
+                if (!big) {
+                    (void)cudaFuncSetAttribute((const void *)dl_k_gemv_fa<DT, MR, R, CV, 3>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024);
+                    big = true;
+                }
+                return dl_launch(dl_k_gemv_fa<DT, MR, R, CV, 3>, grid, c.cfg.wpb * DL_WARP, smem, c.st, c.x, j, late);
+            }
+            return dl_launch(dl_k_gemv_fa<DT, MR, R, CV, 2>, grid, c.cfg.wpb * DL_WARP, smem, c.st, c.x, j, late);
         }
     }
 #endif
@@ -949,6 +1027,7 @@ template <int DT, int MR>
 static void gv_rows(const gv_call &c) {
     int r = MR == 1 ? c.cfg.r1 : c.cfg.rm;
     if (!r) r = dl_wt<DT>::VEC >= 16 ? (dl_is_fp8(DT) ? 4 : 2) : (MR == 1 ? 1 : 4);
+    if (c.silu && r == 1) r = 2; /* a pair needs one gate and one up row per warp */
     if (r == 4) return gv_un<DT, MR, 4>(c);
     if constexpr (MR == 1) {
         if (r == 1) return gv_un<DT, 1, 1>(c);
@@ -970,11 +1049,12 @@ static void gv_m(const gv_call &c, int M) {
     }
 }
 
-static void gv_run(cudaStream_t st, const float *x, const gk_weight *w, float *const *y, int count, int M) {
+static void gv_run(cudaStream_t st, const float *x, const gk_weight *w, float *const *y, int count, int M,
+                   float *silu) {
     const gv_knobs &k = cfg_ref();
     const int dt = w[0].dtype;
     const int loop = k.loop == 2 || (k.loop == 1 && dl_is_fp8(dt));
-    const gv_call c = {st, x, w, y, count, k.c, loop};
+    const gv_call c = {st, x, w, y, count, k.c, loop, silu};
     switch (dt) {
     case DT_F32: gv_m<DT_F32>(c, M); break;
     case DT_F16: gv_m<DT_F16>(c, M); break;
@@ -987,7 +1067,7 @@ static void gv_run(cudaStream_t st, const float *x, const gk_weight *w, float *c
 }
 
 extern "C" void gk_gemv(void *s, float *y, const float *x, const gk_weight *w, int M) {
-    gv_run((cudaStream_t)s, x, w, &y, 1, M);
+    gv_run((cudaStream_t)s, x, w, &y, 1, M, nullptr);
 }
 
 /* Same format, scale kind, block shape and k for every weight, each one fit
@@ -1007,7 +1087,18 @@ extern "C" int gk_gemv_multi_ok(const gk_multi *mw) {
 }
 
 extern "C" void gk_gemv_multi(void *s, const gk_multi *mw, const float *x, int M) {
-    gv_run((cudaStream_t)s, x, mw->w, mw->y, mw->count, M);
+    gv_run((cudaStream_t)s, x, mw->w, mw->y, mw->count, M, nullptr);
+}
+
+/* A gate/up pair the float GEMV can fuse: two alike weights of the same n
+ * and row stride, M <= 8, an output. */
+extern "C" int gk_gemv_silu_ok(const gk_multi *mw, int M) {
+    return mw && mw->count == 2 && mw->silu && M >= 1 && M <= 8 && gk_gemv_multi_ok(mw) && mw->w[0].n == mw->w[1].n &&
+           mw->w[0].ld == mw->w[1].ld;
+}
+
+extern "C" void gk_gemv_silu(void *s, const gk_multi *mw, const float *x, int M) {
+    gv_run((cudaStream_t)s, x, mw->w, mw->y, 2, M, mw->silu);
 }
 
 template <int E5>
