@@ -219,6 +219,7 @@ __global__ void __launch_bounds__(AT_WARPS *DL_WARP)
 #define DA_TMAX 16                      /* at most 16 lanes per key */
 #define DA_SO 1024                      /* merge buffer floats per warp (>= GM * hd) */
 #define DC_T 256                        /* combine threads */
+#define DA_EU 8                         /* merge: output elements per thread in flight together */
 #define DA_LOG2E 1.4426950408889634f
 
 /* Keys per lane per batch: 4 K vectors (+ 4 V) in flight per lane, halved
@@ -286,15 +287,36 @@ static __device__ __forceinline__ void da_merge(float *__restrict__ out, const f
         __syncthreads();
         if ((int)threadIdx.x < nv) {
             const float *ml = wml + ((vec0 + threadIdx.x) * nseg + s0) * 2 + 1, *w = sw + threadIdx.x * DC_T;
+#pragma unroll 8
             for (int i = 0; i < cnt; i++) L = fmaf(da_ldp(ml + 2 * i), w[i], L);
         }
-        for (int e = threadIdx.x; e < nv * PH; e += blockDim.x) {
-            const int v = e / PH, r = e - v * PH, j = r / hd, d = r - j * hd;
-            const float *op = wo + ((vec0 + v) * nseg + s0) * hd + d, *w = sw + v * DC_T;
-            float acc = s0 == 0 ? -0.0f : sacc[e];
-#pragma unroll 8
-            for (int i = j; i < cnt; i += P) acc = fmaf(da_ldp(op + (int64_t)i * hd), w[i], acc);
-            sacc[e] = acc;
+        /* slice partials: DA_EU elements e per thread at a time, so that the
+         * loads of all of them are in flight together (a thread of the fused
+         * merge has 8 at Qwen3-8B's shape); each e still takes its segments
+         * j, j + P, ... in order */
+        for (int e0 = threadIdx.x; e0 < nv * PH; e0 += DA_EU * blockDim.x) {
+            float acc[DA_EU];
+            const float *op[DA_EU], *wv[DA_EU];
+            int jj[DA_EU];
+#pragma unroll
+            for (int u = 0; u < DA_EU; u++) {
+                const int e = e0 + u * blockDim.x;
+                const bool in = e < nv * PH;
+                const int v = in ? e / PH : 0, r = in ? e - v * PH : 0, j = r / hd, d = r - j * hd;
+                op[u] = wo + ((vec0 + v) * nseg + s0) * hd + d;
+                wv[u] = sw + v * DC_T;
+                jj[u] = in ? j : cnt; /* out of range: no term */
+                acc[u] = in && s0 > 0 ? sacc[e] : -0.0f;
+            }
+            for (int i = 0; i < cnt; i += P)
+#pragma unroll
+                for (int u = 0; u < DA_EU; u++) {
+                    const int ii = i + jj[u];
+                    if (ii < cnt) acc[u] = fmaf(da_ldp(op[u] + (int64_t)ii * hd), wv[u][ii], acc[u]);
+                }
+#pragma unroll
+            for (int u = 0; u < DA_EU; u++)
+                if (e0 + u * (int)blockDim.x < nv * PH) sacc[e0 + u * blockDim.x] = acc[u];
         }
     }
     if ((int)threadIdx.x < nv) sml[nv + threadIdx.x] = L;
