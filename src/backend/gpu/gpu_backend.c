@@ -376,8 +376,10 @@ static int gpu_begin(dl_backend *be, const dl_batch *b, const dl_kvcache *kv) {
     g->ring = kreg_enabled(&K_RING); /* DOTLM_DISABLE=cuda.gemv_ring: the register K loop */
     gk_gemv_ring_allow(g->ring);
     /* opt-in: measured slower in decode (H200, 2026-11-30, Qwen3-8B fp8 at
-     * 512: 237.5 tok/s with it, 258.1 without; the last block's merge is
-     * serial where the combine kernel spreads it over a block per head) */
+     * 512: 241.6 and 238.7 tok/s with it, 251.9 and 250.7 without; the
+     * last block merges after every other block of its group, a fence and
+     * an atomic on the critical path, where the combine kernel's blocks
+     * merge one head each) */
     g->fuse_att = g->att_fuse_opt && kreg_enabled(&K_ATT_FUSE);
     g->gu_silu = kreg_enabled(&K_GU_SILU);
     const size_t nt = (size_t)(b->ntok > 0 ? b->ntok : 0);
