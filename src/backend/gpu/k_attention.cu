@@ -219,7 +219,7 @@ __global__ void __launch_bounds__(AT_WARPS *DL_WARP)
 #define DA_TMAX 16                      /* at most 16 lanes per key */
 #define DA_SO 1024                      /* merge buffer floats per warp (>= GM * hd) */
 #define DC_T 256                        /* combine threads */
-#define DA_EU 8                         /* merge: output elements per thread in flight together */
+#define DA_EU 8                         /* fused merge: output elements per thread in flight together */
 #define DA_LOG2E 1.4426950408889634f
 
 /* Keys per lane per batch: 4 K vectors (+ 4 V) in flight per lane, halved
@@ -261,7 +261,9 @@ static __device__ __forceinline__ float da_ldp(const float *p) {
  * row gives exactly da_final(O, L), as the direct write does. Shared
  * memory: sw [nv * DC_T] (the chunk's weights), sacc [nv * P * hd] (slice
  * partials, <= nv * DC_T), sml [2 * nv] (M, L); the caller guarantees no
- * thread still uses them; the first access follows a __syncthreads. n >= 1. */
+ * thread still uses them; the first access follows a __syncthreads. n >= 1.
+ * EU: slice elements a thread works on together (speed only). */
+template <int EU>
 static __device__ __forceinline__ void da_merge(float *__restrict__ out, const float *wml, const float *wo,
                                                 int64_t vec0, int nv, int n, int nseg, int hd, float *sw,
                                                 float *sacc, float *sml) {
@@ -290,16 +292,18 @@ static __device__ __forceinline__ void da_merge(float *__restrict__ out, const f
 #pragma unroll 8
             for (int i = 0; i < cnt; i++) L = fmaf(da_ldp(ml + 2 * i), w[i], L);
         }
-        /* slice partials: DA_EU elements e per thread at a time, so that the
-         * loads of all of them are in flight together (a thread of the fused
-         * merge has 8 at Qwen3-8B's shape); each e still takes its segments
-         * j, j + P, ... in order */
-        for (int e0 = threadIdx.x; e0 < nv * PH; e0 += DA_EU * blockDim.x) {
-            float acc[DA_EU];
-            const float *op[DA_EU], *wv[DA_EU];
-            int jj[DA_EU];
+        /* slice partials: EU elements e per thread at a time (the fused
+         * merge: 8 per thread at Qwen3-8B's shape; the combine kernel: 1)
+         * and UI segments of each (8 for EU = 1), so that their loads are in
+         * flight together; each e still takes its segments j, j + P, ... in
+         * order */
+        constexpr int UI = EU == 1 ? 8 : 2;
+        for (int e0 = threadIdx.x; e0 < nv * PH; e0 += EU * blockDim.x) {
+            float acc[EU];
+            const float *op[EU], *wv[EU];
+            int jj[EU];
 #pragma unroll
-            for (int u = 0; u < DA_EU; u++) {
+            for (int u = 0; u < EU; u++) {
                 const int e = e0 + u * blockDim.x;
                 const bool in = e < nv * PH;
                 const int v = in ? e / PH : 0, r = in ? e - v * PH : 0, j = r / hd, d = r - j * hd;
@@ -308,14 +312,15 @@ static __device__ __forceinline__ void da_merge(float *__restrict__ out, const f
                 jj[u] = in ? j : cnt; /* out of range: no term */
                 acc[u] = in && s0 > 0 ? sacc[e] : -0.0f;
             }
+#pragma unroll UI
             for (int i = 0; i < cnt; i += P)
 #pragma unroll
-                for (int u = 0; u < DA_EU; u++) {
+                for (int u = 0; u < EU; u++) {
                     const int ii = i + jj[u];
                     if (ii < cnt) acc[u] = fmaf(da_ldp(op[u] + (int64_t)ii * hd), wv[u][ii], acc[u]);
                 }
 #pragma unroll
-            for (int u = 0; u < DA_EU; u++)
+            for (int u = 0; u < EU; u++)
                 if (e0 + u * (int)blockDim.x < nv * PH) sacc[e0 + u * blockDim.x] = acc[u];
         }
     }
@@ -551,7 +556,7 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
     if (!slast) return;
     __threadfence(); /* acquire: the other blocks' partials */
     if (threadIdx.x == 0) *c = 0; /* every block of the group has counted */
-    da_merge(out, wml, wo, (int64_t)t * a.nh + h0, gb, nact, nseg, hd, so, so + gb * DC_T, sm);
+    da_merge<DA_EU>(out, wml, wo, (int64_t)t * a.nh + h0, gb, nact, nseg, hd, so, so + gb * DC_T, sm);
 }
 
 /* out[vec] = sum_s O_s 2^(m_s - M) / sum_s L_s 2^(m_s - M) over the row's
@@ -566,7 +571,7 @@ __global__ void __launch_bounds__(DC_T)
     const int64_t vec = blockIdx.x;
     const int t = (int)(vec / a.nh);
     const int n = min(a.pos[t] / GK_ATTN_SEG + 1, nseg);
-    da_merge(out, wml, wo, vec, 1, n, nseg, a.hd, sw, sacc, sml);
+    da_merge<1>(out, wml, wo, vec, 1, n, nseg, a.hd, sw, sacc, sml);
 }
 
 /* ------------------------------------------------------------------------
