@@ -296,6 +296,22 @@ static __device__ __forceinline__ void dl_gv_rows(const dl_gv_sel &g, const dl_g
     }
 }
 
+/* The VEC activations of one chunk at p (16-byte aligned) into xv, times
+ * 2^8 where the widening moved that factor into x (dl_gv<DT, CV>::XS;
+ * exact for |x| < 2^120). */
+template <int DT, int CV>
+static __device__ __forceinline__ void dl_gv_xload(const float *p, float *xv) {
+    const float4 *xp = (const float4 *)p;
+#pragma unroll
+    for (int q = 0; q < dl_wt<DT>::VEC / 4; q++) {
+        const float4 t = xp[q];
+        xv[4 * q] = t.x; xv[4 * q + 1] = t.y; xv[4 * q + 2] = t.z; xv[4 * q + 3] = t.w;
+        if (dl_gv<DT, CV>::XS)
+#pragma unroll
+            for (int e = 4 * q; e < 4 * q + 4; e++) xv[e] *= 256.0f;
+    }
+}
+
 /* One 16-byte chunk per row (raw[r], at element kk of row r) folded into
  * acc: widened (dl_gv<DT, CV>), each row's partial p over the chunk by
  * sequential FMAs with every activation row m, then acc[r][m] = fma(p, s,
@@ -317,16 +333,8 @@ static __device__ __forceinline__ void dl_gv_chunk(const uint4 (&raw)[R], const 
     }
 #pragma unroll
     for (int m = 0; m < MR; m++) {
-        const float4 *xp = (const float4 *)(x + (int64_t)m * K + kk);
         float xv[T::VEC];
-#pragma unroll
-        for (int q = 0; q < T::VEC / 4; q++) {
-            float4 t = xp[q];
-            xv[4 * q] = t.x; xv[4 * q + 1] = t.y; xv[4 * q + 2] = t.z; xv[4 * q + 3] = t.w;
-            if (G::XS)
-#pragma unroll
-                for (int e = 4 * q; e < 4 * q + 4; e++) xv[e] *= 256.0f; /* exact, |x| < 2^120 */
-        }
+        dl_gv_xload<DT, CV>(x + (int64_t)m * K + kk, xv);
 #pragma unroll
         for (int r = 0; r < R; r++) {
             float p = 0.0f;
@@ -545,18 +553,8 @@ __global__ void __launch_bounds__(GEMV_MAXT)
             if (G::FOLD)
 #pragma unroll
                 for (int r = 0; r < R; r++) s[r] *= 256.0f; /* exact */
-            /* activation row m of the chunk (times 2^8 for XS: exact, |x| < 2^120) */
-            auto xload = [&](int m, float *xv) {
-                const float4 *xq = (const float4 *)(xp + (int64_t)m * K + u * step);
-#pragma unroll
-                for (int q = 0; q < T::VEC / 4; q++) {
-                    float4 t = xq[q];
-                    xv[4 * q] = t.x; xv[4 * q + 1] = t.y; xv[4 * q + 2] = t.z; xv[4 * q + 3] = t.w;
-                    if (G::XS)
-#pragma unroll
-                        for (int e = 4 * q; e < 4 * q + 4; e++) xv[e] *= 256.0f;
-                }
-            };
+            /* activation row m of the chunk */
+            auto xload = [&](int m, float *xv) { dl_gv_xload<DT, CV>(xp + (int64_t)m * K + u * step, xv); };
             /* the products of row r with activation row m, folded into acc */
             auto fold = [&](int r, int m, const float *f, const float *xv) {
                 float p = 0.0f;
@@ -723,21 +721,26 @@ int dl_ring_ok() { return g_ring_allow && gk_gemv_ring_supported(); }
 /* DOTLM_GEMV_TRIG=late: the ring kernels let the next kernel launch after
  * their K loop instead of after their PDL wait (same bits; see
  * dl_k_gemv_fa). */
+/* Experiment variables (host; each read once by its caller's static):
+ * env_is: 1 when `name` is set to `word`; env_int: its integer value, or
+ * dflt when unset. */
+static int env_is(const char *name, const char *word) {
+    const char *e = getenv(name);
+    return e && !strcmp(e, word) ? 1 : 0;
+}
+static int env_int(const char *name, int dflt) {
+    const char *e = getenv(name);
+    return e ? atoi(e) : dflt;
+}
 int dl_ring_late() {
-    static const int v = [] {
-        const char *e = getenv("DOTLM_GEMV_TRIG");
-        return e && !strcmp(e, "late") ? 1 : 0;
-    }();
+    static const int v = env_is("DOTLM_GEMV_TRIG", "late");
     return v;
 }
 void dl_ring_note() { g_ring_n++; }
 /* DOTLM_GEMV_SILU_TRIG=early (experiment, read once): the gate/up + SiLU
  * ring launch triggers its successor early, as the other GEMVs (same bits). */
 static int dl_silu_early() {
-    static const int v = [] {
-        const char *e = getenv("DOTLM_GEMV_SILU_TRIG");
-        return e && !strcmp(e, "early") ? 1 : 0;
-    }();
+    static const int v = env_is("DOTLM_GEMV_SILU_TRIG", "early");
     return v;
 }
 extern "C" int gk_gemv_ring_supported(void) {
@@ -902,20 +905,14 @@ struct gv_call {
  * weight-only is not split. */
 #define GV_KS_MAXN 8192
 static int gv_ks_maxn() {
-    static const int v = [] {
-        const char *e = getenv("DOTLM_GEMV_KSMAXN");
-        return e ? atoi(e) : GV_KS_MAXN;
-    }();
+    static const int v = env_int("DOTLM_GEMV_KSMAXN", GV_KS_MAXN);
     return v;
 }
 /* DOTLM_GEMV_FP8KS4N=n (experiment, read once): fp8 weights with fewer than
  * n rows and >= 8 chunks per lane split K over 4 warps instead of 2 (more
  * warps streaming a small weight; changes the summation order). */
 static int gv_fp8_ks4n() {
-    static const int v = [] {
-        const char *e = getenv("DOTLM_GEMV_FP8KS4N");
-        return e ? atoi(e) : 0;
-    }();
+    static const int v = env_int("DOTLM_GEMV_FP8KS4N", 0);
     return v;
 }
 static int gv_ks(const gk_weight &w, int vec) {

@@ -21,6 +21,27 @@ static __device__ __forceinline__ float i8_epilogue(int acc, float xs, const gk_
     return w.bias ? __fadd_rn(v, w.bias[n]) : v;
 }
 
+/* One 16-byte weight chunk of each of R rows (w[r], at element kk) with
+ * the codes of the MR activation rows at kk (row stride kp) into acc: four
+ * dp4a per row and activation row, bytes in order (int32 sums: exact). */
+template <int R, int MR, typename V>
+static __device__ __forceinline__ void i8_chunk(const V (&w)[R], const int8_t *__restrict__ xq, int kp, int kk,
+                                                int (&acc)[R][MR]) {
+#pragma unroll
+    for (int m = 0; m < MR; m++) {
+        const int4 a = *(const int4 *)(xq + (int64_t)m * kp + kk);
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            int c = acc[r][m];
+            c = dl_dp4a((int)w[r].x, a.x, c);
+            c = dl_dp4a((int)w[r].y, a.y, c);
+            c = dl_dp4a((int)w[r].z, a.z, c);
+            c = dl_dp4a((int)w[r].w, a.w, c);
+            acc[r][m] = c;
+        }
+    }
+}
+
 /* The R weight rows of a row group starting at n0 (tail rows past g.n
  * recompute the last row, not stored). */
 template <int R>
@@ -70,19 +91,7 @@ __global__ void __launch_bounds__(I8_MAXT)
         for (int u = 0; u < U; u++) {
             const int kk = k0 + u * step;
             if (kk < K) {
-#pragma unroll
-                for (int m = 0; m < MR; m++) {
-                    const int4 a = *(const int4 *)(xq + (int64_t)m * kp + kk);
-#pragma unroll
-                    for (int r = 0; r < R; r++) {
-                        int c = acc[r][m];
-                        c = dl_dp4a(wv[u][r].x, a.x, c);
-                        c = dl_dp4a(wv[u][r].y, a.y, c);
-                        c = dl_dp4a(wv[u][r].z, a.z, c);
-                        c = dl_dp4a(wv[u][r].w, a.w, c);
-                        acc[r][m] = c;
-                    }
-                }
+                i8_chunk<R, MR>(wv[u], xq, kp, kk, acc);
             }
         }
     };
@@ -159,19 +168,7 @@ __global__ void __launch_bounds__(I8_MAXT)
         uint4 wv[R];
 #pragma unroll
         for (int r = 0; r < R; r++) wv[r] = slot[r * T_];
-#pragma unroll
-        for (int m = 0; m < MR; m++) {
-            const int4 a = *(const int4 *)(xq + (int64_t)m * kp + kk);
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                int t = acc[r][m];
-                t = dl_dp4a((int)wv[r].x, a.x, t);
-                t = dl_dp4a((int)wv[r].y, a.y, t);
-                t = dl_dp4a((int)wv[r].z, a.z, t);
-                t = dl_dp4a((int)wv[r].w, a.w, t);
-                acc[r][m] = t;
-            }
-        }
+        i8_chunk<R, MR>(wv, xq, kp, kk, acc);
     }
     if (late) dl_pdl_trigger();
 #pragma unroll
