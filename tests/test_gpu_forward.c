@@ -101,6 +101,7 @@ static void one(const char *dir, dl_backend *gpu, uint64_t *rs) {
     CHECKF(kreg_count(GN ".graph") > 0, "%s: no graph replay counted", dir);
     CHECKF(kreg_count(GN ".add_rmsnorm") > 0, "%s: fused add+rmsnorm not dispatched", dir);
     CHECKF(kreg_count(GN ".qk_rope_kv") > 0, "%s: fused qk/rope/kv not dispatched", dir);
+    CHECKF(kreg_count(GN ".norm_prewait") > 0, "%s: norm weights loaded before the PDL wait: not dispatched", dir);
     CHECKF(kreg_count(GN ".matmul.multi.gemv") + kreg_count(GN ".matmul.int8.multi.gemv") > 0,
            "%s: multi-weight GEMV not dispatched", dir);
     if (pdl_supported()) CHECKF(kreg_count(GN ".pdl") > 0, "%s: no PDL launch counted", dir);
@@ -120,12 +121,14 @@ static void one(const char *dir, dl_backend *gpu, uint64_t *rs) {
     CHECKF(n1 == n2 && memcmp(fast, nograph, n1 * V * 4) == 0, "%s: graph replay != eager (bitwise)", dir);
 
     kreg_disable(GN ".add_rmsnorm," GN ".qk_rope_kv," GN ".matmul.multi.gemv," GN ".matmul.int8.multi.gemv,"
-                GN ".norm_actq," GN ".silu_actq," GN ".pdl," GN ".gemv_ring," GN ".gate_up_silu");
+                GN ".norm_actq," GN ".silu_actq," GN ".pdl," GN ".gemv_ring," GN ".gate_up_silu,"
+                GN ".attention.qk_rope," GN ".attention.warm," GN ".norm_prewait");
     kreg_reset_counts();
     CHECKF(run_all(m, toks, plain, &n3) == 0, "%s unfused: %s", dir, dl_errmsg());
     CHECK(kreg_count(GN ".qk_rope_kv") == 0 && kreg_count(GN ".add_rmsnorm") == 0 && kreg_count(GN ".pdl") == 0 &&
           kreg_count(GN ".silu_actq") == 0 && kreg_count(GN ".gemv_ring") == 0 &&
-          kreg_count(GN ".gate_up_silu") == 0);
+          kreg_count(GN ".gate_up_silu") == 0 && kreg_count(GN ".attention.qk_rope") == 0 &&
+          kreg_count(GN ".attention.warm") == 0 && kreg_count(GN ".norm_prewait") == 0);
     CHECKF(n1 == n3 && memcmp(fast, plain, n1 * V * 4) == 0, "%s: fused != separate kernels (bitwise)", dir);
     kreg_reset_switches();
     printf("%s: %zu logit rows, fast == no-graph == unfused without PDL or ring (PDL launches counted: %s; ring: "
@@ -138,9 +141,54 @@ static void one(const char *dir, dl_backend *gpu, uint64_t *rs) {
     model_free(m);
 }
 
+/* The q/k norm + RoPE + KV write in the decode attention (opted in on gpu,
+ * DOTLM_GPU_ATTN_QK=1) and, with it off, the early K/V loads of the split
+ * attention (DOTLM_GPU_ATTN_WARM=1): each counted, and bitwise the run with
+ * every fusion off. */
+static void one_qk(const char *dir, dl_backend *gpu) {
+    model_opts mo = {.quiet = 1};
+    dl_model *m = model_load(dir, gpu, &mo);
+    CHECKF(m != NULL, "%s: %s", dir, dl_errmsg());
+    if (!m) return;
+    const int V = model_vocab(m);
+    uint64_t rs = 77;
+    int32_t toks[400];
+    for (int i = 0; i < 400; i++) toks[i] = (int32_t)(tu_rand_u64(&rs) % (uint64_t)m->cfg.vocab);
+    const size_t cap = (size_t)(2 + 3 * STEPS) * V;
+    float *fast = malloc(cap * 4), *plain = malloc(cap * 4);
+    size_t n1 = 0, n2 = 0;
+    kreg_reset_switches();
+    kreg_reset_counts();
+    CHECKF(run_all(m, toks, fast, &n1) == 0, "%s qk: %s", dir, dl_errmsg());
+    CHECKF(kreg_count(GN ".attention.qk_rope") > 0, "%s: attention with the q/k norm + RoPE prologue not dispatched",
+           dir);
+    /* the opt-in early K/V loads, where the q/k prologue is switched off */
+    float *warm = malloc(cap * 4);
+    size_t nw = 0;
+    kreg_disable(GN ".attention.qk_rope");
+    kreg_reset_counts();
+    CHECKF(run_all(m, toks, warm, &nw) == 0, "%s warm: %s", dir, dl_errmsg());
+    CHECKF(kreg_count(GN ".attention.warm") > 0, "%s: decode attention with early K/V loads not dispatched", dir);
+    CHECKF(nw == n1 && memcmp(fast, warm, n1 * V * 4) == 0, "%s: early K/V loads change the logits", dir);
+    free(warm);
+    kreg_reset_switches();
+    kreg_disable(GN ".add_rmsnorm," GN ".qk_rope_kv," GN ".matmul.multi.gemv," GN ".matmul.int8.multi.gemv,"
+                GN ".norm_actq," GN ".silu_actq," GN ".pdl," GN ".gemv_ring," GN ".gate_up_silu,"
+                GN ".attention.qk_rope," GN ".attention.warm," GN ".norm_prewait");
+    kreg_reset_counts();
+    CHECKF(run_all(m, toks, plain, &n2) == 0, "%s qk unfused: %s", dir, dl_errmsg());
+    CHECK(kreg_count(GN ".attention.qk_rope") == 0);
+    CHECKF(n1 == n2 && memcmp(fast, plain, n1 * V * 4) == 0, "%s: q/k prologue attention != separate (bitwise)", dir);
+    kreg_reset_switches();
+    free(fast), free(plain);
+    model_free(m);
+}
+
 /* Wide rows (d = 2048): add+RMSNorm / RMSNorm with the int8 quantization for
- * the next W8A8 matmul fused in (norm_actq) must give the bitwise result of
- * the separate norm + quantization + GEMV/GEMM, at M = 1, 3 and 40. */
+ * the next W8A8 matmul fused in (norm_actq) and the norm weights loaded
+ * before the PDL wait (norm_prewait) must give the bitwise result of the
+ * separate norm (weights loaded after the wait) + quantization + GEMV/GEMM,
+ * at M = 1, 3 and 40. */
 static void norm_actq(dl_backend *gpu, uint64_t *rs) {
     const int d = 2048, n = 384, Ms[3] = {1, 3, 40};
     int8_t *wq = malloc((size_t)n * d);
@@ -161,7 +209,7 @@ static void norm_actq(dl_backend *gpu, uint64_t *rs) {
         float *o = gpu->alloc(gpu, (size_t)M * n * 4);
         for (int pass = 0; pass < 2; pass++) {
             kreg_reset_switches();
-            if (pass) kreg_disable(GN ".norm_actq");
+            if (pass) kreg_disable(GN ".norm_actq," GN ".norm_prewait");
             kreg_reset_counts();
             out[pass] = malloc((size_t)M * n * 4 * 2);
             yo[pass] = malloc(nx * 4);
@@ -179,11 +227,14 @@ static void norm_actq(dl_backend *gpu, uint64_t *rs) {
             CHECK(gpu->sync(gpu) == 0);
             gpu->to_host(gpu, out[pass] + (size_t)M * n, o, (size_t)M * n * 4);
             if (!pass)
-                CHECKF(kreg_count(GN ".norm_actq") == 2 && kreg_count(GN ".actq.int8") == 0,
-                       "M=%d: norm_actq %llu, actq.int8 %llu", M, (unsigned long long)kreg_count(GN ".norm_actq"),
-                       (unsigned long long)kreg_count(GN ".actq.int8"));
+                CHECKF(kreg_count(GN ".norm_actq") == 2 && kreg_count(GN ".actq.int8") == 0 &&
+                           kreg_count(GN ".norm_prewait") == 2,
+                       "M=%d: norm_actq %llu, actq.int8 %llu, norm_prewait %llu", M,
+                       (unsigned long long)kreg_count(GN ".norm_actq"), (unsigned long long)kreg_count(GN ".actq.int8"),
+                       (unsigned long long)kreg_count(GN ".norm_prewait"));
             else
-                CHECK(kreg_count(GN ".norm_actq") == 0 && kreg_count(GN ".actq.int8") == 2);
+                CHECK(kreg_count(GN ".norm_actq") == 0 && kreg_count(GN ".actq.int8") == 2 &&
+                      kreg_count(GN ".norm_prewait") == 0);
         }
         CHECKF(memcmp(yo[0], yo[1], nx * 4) == 0, "M=%d: norm output differs with the quantization fused", M);
         CHECKF(memcmp(out[0], out[1], (size_t)M * n * 8) == 0, "M=%d: W8A8 output differs with norm_actq", M);
@@ -222,7 +273,7 @@ int main(void) {
             kreg_reset_switches();
             CHECK(run_all(m, toks, a, &na) == 0);
             kreg_disable(GN ".add_rmsnorm," GN ".qk_rope_kv," GN ".matmul.multi.gemv," GN ".matmul.int8.multi.gemv,"
-                        GN ".pdl");
+                        GN ".pdl," GN ".attention.warm," GN ".norm_prewait");
             CHECK(run_all(m, toks, b, &nb) == 0);
             CHECKF(na == nb && memcmp(a, b, na * model_vocab(m) * 4) == 0, "%s: fused != separate", dirs[i]);
             kreg_reset_switches();
@@ -234,5 +285,15 @@ int main(void) {
         one(dirs[i], gpu, &rs);
     }
     be_destroy(gpu);
+    /* a second backend with the opt-in q/k prologue attention and early K/V
+     * loads of the decode attention */
+    setenv("DOTLM_GPU_ATTN_QK", "1", 1);
+    setenv("DOTLM_GPU_ATTN_WARM", "1", 1);
+    gpu = be_create(GN, 0);
+    CHECKF(gpu != NULL, "%s", dl_errmsg());
+    for (size_t i = 0; gpu && i < sizeof dirs / sizeof *dirs; i++) one_qk(dirs[i], gpu);
+    unsetenv("DOTLM_GPU_ATTN_QK");
+    unsetenv("DOTLM_GPU_ATTN_WARM");
+    if (gpu) be_destroy(gpu);
     return TEST_END();
 }

@@ -395,10 +395,22 @@ static void attn_both(cache *cc, cache *cg, const dl_batch *b, int nh, const flo
     dget(og, dout, nt * qw);
     const char *kn = attn_kernel(nt, hd, cg->kv.dtype);
     CHECKF(kreg_count(kn) == 1, "%s not used (nt=%d hd=%d %s)", kn, nt, hd, dt_name(cg->kv.dtype));
+    /* the split kernel loads the K/V rows of earlier positions before its PDL
+     * wait exactly when every token is of its own sequence */
+    int own = !strcmp(kn, GN ".attention.split");
+    for (int i = 0; i < nt; i++)
+        for (int j = 0; j < i; j++) own &= b->seq[i] != b->seq[j];
+    CHECKF(kreg_count(GN ".attention.warm") == (uint64_t)own, "attention.warm counted %llu, expected %d (nt=%d)",
+           (unsigned long long)kreg_count(GN ".attention.warm"), own, nt);
     float *o2 = malloc(nt * qw * 4);
     gpu->attention(gpu, dout, dq, &cg->kv, 0, nh, sc);
     dget(o2, dout, nt * qw);
     CHECKF(!memcmp(o2, og, nt * qw * 4), "attention not deterministic (nt=%d hd=%d)", nt, hd);
+    kreg_disable(GN ".attention.warm");
+    gpu->attention(gpu, dout, dq, &cg->kv, 0, nh, sc);
+    dget(o2, dout, nt * qw);
+    kreg_reset_switches();
+    CHECKF(!memcmp(o2, og, nt * qw * 4), "attention without the early K/V loads differs (nt=%d hd=%d)", nt, hd);
     free(o2);
 }
 
@@ -583,6 +595,156 @@ static void test_attention_long(int nh, int nkv, int hd, dl_dtype dt) {
     cache_free(&cg, gpu), cache_free(&cc, cpu);
 }
 
+/* Bytes of a cache's layer-0 K and V (device or host backend). */
+static void cache_bytes(dl_backend *be, const cache *c, uint8_t *k, uint8_t *v, size_t bytes) {
+    if (be == gpu) {
+        CHECK(gpu->sync(gpu) == 0);
+        CHECK(gpu->to_host(gpu, k, c->k, bytes) == 0 && gpu->to_host(gpu, v, c->v, bytes) == 0);
+    } else {
+        memcpy(k, c->k, bytes), memcpy(v, c->v, bytes);
+    }
+}
+
+/* The q/k norm + RoPE + KV write in the decode attention's prologue
+ * (GN ".attention.qk_rope", gpu->qk_rope_attention) against the separate
+ * gpu->qk_rope_kv + gpu->attention on a second cache with the same history:
+ * the output and both caches' bytes must be bitwise equal, and the fused
+ * counter must move exactly for batches whose tokens are each of their own
+ * sequence (a batch with two tokens of one sequence runs the separate ops);
+ * the CPU's separate ops agree within 2e-5. History: seq 0 positions
+ * 0..129, seq 1 0..62, seq 2 none, seq 3 0..63 (block size 16, shuffled
+ * blocks). Rows (seq, pos): (0, 130) (1, 63) (2, 0) (3, 64) (2, 1): a new
+ * key in the third segment, at a segment's last and first position and in
+ * an empty sequence. ndt: norm weight dtype (DT_COUNT = no q/k norm);
+ * fuses = 0: a shape the fused kernel refuses (more query heads per KV head
+ * than one block takes), which must run the separate ops. */
+static void test_qk_rope_attention(int nh, int nkv, int hd, dl_dtype dt, dl_dtype ndt, int rot, int zc, int fuses) {
+    enum { NS = 4, BS = 16, NR = 5, NB = 4 };
+    static const int hist[NS] = {130, 63, 0, 64};
+    static const int32_t rseq[NR] = {0, 1, 2, 3, 2}, rpos[NR] = {130, 63, 0, 64, 1};
+    static const int bn[NB] = {1, 4, 2, 2};
+    static const int brow[NB][4] = {{0}, {0, 1, 2, 3}, {1, 3}, {2, 4}};
+    const int mbps = 10, nblocks = NS * mbps;
+    int32_t *perm = shuffled(nblocks);
+    cache cc, ca, cb; /* CPU, GPU separate ops, GPU fused */
+    cache_init(&cc, cpu, nkv, hd, dt, BS, nblocks, NS, mbps, perm);
+    cache_init(&ca, gpu, nkv, hd, dt, BS, nblocks, NS, mbps, perm);
+    cache_init(&cb, gpu, nkv, hd, dt, BS, nblocks, NS, mbps, perm);
+    free(perm);
+    const size_t kw = (size_t)nkv * hd, qw = (size_t)nh * hd;
+    const size_t cbytes = (size_t)nblocks * BS * kw * dt_size(dt);
+    { /* fresh device memory is not zeroed: the unwritten slots would differ */
+        void *z = calloc(1, cbytes);
+        gpu->from_host(gpu, ca.k, z, cbytes), gpu->from_host(gpu, ca.v, z, cbytes);
+        gpu->from_host(gpu, cb.k, z, cbytes), gpu->from_host(gpu, cb.v, z, cbytes);
+        free(z);
+    }
+    int nhist = 0;
+    for (int s = 0; s < NS; s++) nhist += hist[s];
+    int32_t *htok = calloc(nhist, 4), *hseq = malloc(nhist * 4), *hpos = malloc(nhist * 4);
+    for (int s = 0, i = 0; s < NS; s++)
+        for (int p = 0; p < hist[s]; p++, i++) hseq[i] = s, hpos[i] = p;
+    float *K = malloc(nhist * kw * 4), *V = malloc(nhist * kw * 4);
+    fill(K, nhist * kw, 1.0f), fill(V, nhist * kw, 1.0f);
+    dl_batch hb = {nhist, htok, hseq, hpos};
+    cpu->begin(cpu, &hb, &cc.kv);
+    cpu->kv_write(cpu, &cc.kv, 0, K, V);
+    CHECK(gpu->begin(gpu, &hb, &ca.kv) == 0);
+    float *dK = dput(K, nhist * kw), *dV = dput(V, nhist * kw);
+    gpu->kv_write(gpu, &ca.kv, 0, dK, dV);
+    gpu->kv_write(gpu, &cb.kv, 0, dK, dV);
+    CHECKF(gpu->sync(gpu) == 0, "history: %s", dl_errmsg());
+    gpu->free(gpu, dK), gpu->free(gpu, dV);
+    free(K), free(V), free(htok), free(hseq), free(hpos);
+
+    const int norm = ndt != DT_COUNT;
+    dl_weight qnc = {0}, knc = {0}, qng = {0}, kng = {0};
+    if (norm) {
+        qnc = make_w(ndt, hd, 1, 1, WS_NONE, ACT_NATIVE, 0), knc = make_w(ndt, hd, 1, 1, WS_NONE, ACT_NATIVE, 0);
+        qng = qnc, kng = knc;
+        if (cpu->upload) cpu->upload(cpu, &qnc), cpu->upload(cpu, &knc);
+        CHECK(gpu->upload(gpu, &qng) == 0 && gpu->upload(gpu, &kng) == 0);
+    }
+    float inv[128];
+    for (int i = 0; i < rot / 2; i++) inv[i] = powf(1e6f, -2.0f * i / rot);
+    const dl_rope rope = {rot, inv, NULL};
+    const float sc = 1.0f / sqrtf((float)hd), eps = 1e-6f;
+    float *RQ = malloc(NR * qw * 4), *RK = malloc(NR * kw * 4), *RV = malloc(NR * kw * 4);
+    fill(RQ, NR * qw, 3.0f), fill(RK, NR * kw, 3.0f), fill(RV, NR * kw, 1.0f);
+    float *q = malloc(NR * qw * 4), *k = malloc(NR * kw * 4), *v = malloc(NR * kw * 4);
+    float *oc = malloc(NR * qw * 4), *oa = malloc(NR * qw * 4), *ob = malloc(NR * qw * 4);
+    float *dq = gpu->alloc(gpu, NR * qw * 4), *dk = gpu->alloc(gpu, NR * kw * 4), *dv = gpu->alloc(gpu, NR * kw * 4);
+    float *dout = gpu->alloc(gpu, NR * qw * 4);
+    uint8_t *ka = malloc(cbytes), *va = malloc(cbytes), *kb = malloc(cbytes), *vb = malloc(cbytes);
+    for (int bi = 0; bi < NB; bi++) {
+        const int nt = bn[bi];
+        int32_t tok[NR] = {0}, seq[NR], pos[NR];
+        for (int i = 0; i < nt; i++) {
+            const int r = brow[bi][i];
+            seq[i] = rseq[r], pos[i] = rpos[r];
+            memcpy(q + i * qw, RQ + r * qw, qw * 4);
+            memcpy(k + i * kw, RK + r * kw, kw * 4);
+            memcpy(v + i * kw, RV + r * kw, kw * 4);
+        }
+        int distinct = 1;
+        for (int i = 0; i < nt; i++)
+            for (int j = 0; j < i; j++) distinct &= seq[i] != seq[j];
+        dl_batch b = {nt, tok, seq, pos};
+        /* CPU: the separate ops */
+        float *hq = malloc(nt * qw * 4), *hk = malloc(nt * kw * 4);
+        memcpy(hq, q, nt * qw * 4), memcpy(hk, k, nt * kw * 4);
+        cpu->begin(cpu, &b, &cc.kv);
+        if (norm) {
+            cpu->rmsnorm(cpu, hq, hq, &qnc, nt * nh, hd, eps, zc);
+            cpu->rmsnorm(cpu, hk, hk, &knc, nt * nkv, hd, eps, zc);
+        }
+        cpu->rope(cpu, hq, nh, hd, &rope);
+        cpu->rope(cpu, hk, nkv, hd, &rope);
+        cpu->kv_write(cpu, &cc.kv, 0, hk, v);
+        cpu->attention(cpu, oc, hq, &cc.kv, 0, nh, sc);
+        free(hq), free(hk);
+        /* GPU: separate ops (the fused one switched off) on cache a, fused on b */
+        for (int pass = 0; pass < 2; pass++) {
+            cache *cg = pass ? &cb : &ca;
+            if (!pass) kreg_disable(GN ".attention.qk_rope");
+            CHECK(gpu->begin(gpu, &b, &cg->kv) == 0);
+            gpu->from_host(gpu, dq, q, nt * qw * 4);
+            gpu->from_host(gpu, dk, k, nt * kw * 4);
+            gpu->from_host(gpu, dv, v, nt * kw * 4);
+            kreg_reset_counts();
+            gpu->qk_rope_attention(gpu, dout, &cg->kv, 0, dq, dk, dv, nh, norm ? &qng : NULL, norm ? &kng : NULL, eps,
+                                   zc, &rope, sc);
+            dget(pass ? ob : oa, dout, nt * qw);
+            const uint64_t nf = kreg_count(GN ".attention.qk_rope"), ns = kreg_count(GN ".qk_rope_kv");
+            if (pass && distinct && fuses)
+                CHECKF(nf == 1 && ns == 0, "qk_rope attention not dispatched (nh=%d hd=%d rot=%d batch %d)", nh, hd,
+                       rot, bi);
+            else
+                CHECKF(nf == 0 && ns == 1, "qk_rope attention counted where it must not run (pass %d batch %d)",
+                       pass, bi);
+            kreg_reset_switches();
+        }
+        CHECKF(!memcmp(oa, ob, nt * qw * 4), "qk_rope attention != separate ops (nh=%d nkv=%d hd=%d %s rot=%d "
+               "norm %s zc=%d batch %d)", nh, nkv, hd, dt_name(dt), rot, norm ? dt_name(ndt) : "none", zc, bi);
+        cache_bytes(gpu, &ca, ka, va, cbytes);
+        cache_bytes(gpu, &cb, kb, vb, cbytes);
+        CHECKF(!memcmp(ka, kb, cbytes) && !memcmp(va, vb, cbytes), "qk_rope attention: cache differs (hd=%d batch %d)",
+               hd, bi);
+        const double e = tu_max_rel(ob, oc, nt * qw);
+        CHECKF(e <= 2e-5, "qk_rope attention vs CPU nh=%d hd=%d %s rot=%d batch %d rel %.3g", nh, hd, dt_name(dt), rot,
+               bi, e);
+    }
+    if (norm) {
+        gpu->release(gpu, &qng), gpu->release(gpu, &kng);
+        if (cpu->release) cpu->release(cpu, &qnc), cpu->release(cpu, &knc);
+        free_w(&qnc), free_w(&knc);
+    }
+    gpu->free(gpu, dq), gpu->free(gpu, dk), gpu->free(gpu, dv), gpu->free(gpu, dout);
+    free(RQ), free(RK), free(RV), free(q), free(k), free(v), free(oc), free(oa), free(ob);
+    free(ka), free(va), free(kb), free(vb);
+    cache_free(&ca, gpu), cache_free(&cb, gpu), cache_free(&cc, cpu);
+}
+
 static void test_errors(void) {
     dl_weight w = make_w(DT_F32, 4, 4, 4, WS_NONE, ACT_NATIVE, 0);
     w.dtype = DT_I32;
@@ -600,6 +762,8 @@ static void test_errors(void) {
 int main(void) {
     rs = tu_seed();
     setenv("DOTLM_GPU_ATTN_FUSE", "1", 1); /* opt in to the fused attention combine (compared with it off) */
+    setenv("DOTLM_GPU_ATTN_QK", "1", 1);   /* and to the q/k norm + RoPE attention prologue */
+    setenv("DOTLM_GPU_ATTN_WARM", "1", 1); /* and to the early K/V loads (compared with them off) */
     cpu = be_create("cpu", 2);
     CHECK(cpu != NULL);
     if (!cpu) return TEST_END();
@@ -634,6 +798,18 @@ int main(void) {
               {8, 2, 256, DT_F16},  {4, 2, 256, DT_F32},  {12, 2, 96, DT_F16}, {10, 2, 80, DT_F32},
               {28, 4, 128, DT_F16}, {4, 4, 128, DT_F16},  {8, 1, 192, DT_F32}};
     for (int i = 0; i < (int)(sizeof lc / sizeof lc[0]); i++) test_attention_long(lc[i].nh, lc[i].nkv, lc[i].hd, lc[i].dt);
+    /* nh, nkv, hd, KV dtype, norm dtype (DT_COUNT: none), rot, zc: Qwen3-8B; Llama (no norm);
+     * partial rotary; Qwen3.5 (zero-centred, head_dim 256); G = 16 (two head chunks: separate ops) */
+    static const struct {
+        int nh, nkv, hd;
+        dl_dtype dt, ndt;
+        int rot, zc, fu;
+    } qc[] = {{32, 8, 128, DT_F16, DT_BF16, 128, 0, 1}, {32, 8, 128, DT_F32, DT_F32, 128, 0, 1},
+              {8, 2, 64, DT_F16, DT_COUNT, 64, 0, 1},   {12, 2, 96, DT_F16, DT_BF16, 48, 0, 1},
+              {8, 2, 256, DT_F16, DT_BF16, 64, 1, 1},   {4, 4, 128, DT_F32, DT_F16, 128, 1, 1},
+              {16, 1, 64, DT_F16, DT_BF16, 64, 0, 0}};
+    for (int i = 0; i < (int)(sizeof qc / sizeof qc[0]); i++)
+        test_qk_rope_attention(qc[i].nh, qc[i].nkv, qc[i].hd, qc[i].dt, qc[i].ndt, qc[i].rot, qc[i].zc, qc[i].fu);
     be_destroy(gpu);
     be_destroy(cpu);
     return TEST_END();

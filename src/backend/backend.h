@@ -137,6 +137,11 @@ struct dl_backend {
     void (*qk_rope_kv)(dl_backend *be, dl_kvcache *kv, int layer, float *q, float *k, const float *v,
                        int nh, const dl_weight *qn, const dl_weight *kn, float eps, int zc,
                        const dl_rope *rope);
+    /* qk_rope_kv(...) then attention(out, q, kv, layer, nh, scale), with the same out and
+     * cache contents, except that q and k may be left as given (not normed or rotated) */
+    void (*qk_rope_attention)(dl_backend *be, float *out, dl_kvcache *kv, int layer, float *q, float *k,
+                              const float *v, int nh, const dl_weight *qn, const dl_weight *kn, float eps,
+                              int zc, const dl_rope *rope, float scale);
     /* Record-and-replay of a whole forward, after begin(): graph_begin(key) returns 1 if a
      * recording of `key` was launched (issue no ops), 2 if the ops that follow are recorded
      * (then call graph_end), 0 to issue the ops as usual, -1 on error. `key` must identify

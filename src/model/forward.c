@@ -114,7 +114,11 @@ static void attn_block(model_ws *ws, const model_layer *L, dl_kvcache *kv, int T
         q = ws->xn;
     }
     const int qkn = L->q_norm.dtype != DT_COUNT;
-    if (be->qk_rope_kv) {
+    const float scale = 1.0f / sqrtf((float)hd);
+    if (be->qk_rope_attention) {
+        be->qk_rope_attention(be, ws->att, kv, L->kv_index, q, ws->k, ws->v, nh, qkn ? &L->q_norm : NULL,
+                              qkn ? &L->k_norm : NULL, c->rms_eps, zc, &m->rope, scale);
+    } else if (be->qk_rope_kv) {
         be->qk_rope_kv(be, kv, L->kv_index, q, ws->k, ws->v, nh, qkn ? &L->q_norm : NULL,
                        qkn ? &L->k_norm : NULL, c->rms_eps, zc, &m->rope);
     } else {
@@ -126,7 +130,7 @@ static void attn_block(model_ws *ws, const model_layer *L, dl_kvcache *kv, int T
         be->rope(be, ws->k, nkv, hd, &m->rope);
         be->kv_write(be, kv, L->kv_index, ws->k, ws->v);
     }
-    be->attention(be, ws->att, q, kv, L->kv_index, nh, 1.0f / sqrtf((float)hd));
+    if (!be->qk_rope_attention) be->attention(be, ws->att, q, kv, L->kv_index, nh, scale);
     if (ws->qg) be->sigmoid_mul(be, ws->att, ws->qg, (size_t)T * nh * hd);
     be->matmul(be, ws->xn, ws->att, &L->o, T);
     ws->pending = ws->xn;

@@ -70,6 +70,15 @@ static kreg_kernel K_GU_SILU = KREG_KERNEL(KN("gate_up_silu"), "float-weight gat
                                                                 "from its epilogue (no silu_mul launch)");
 static kreg_kernel K_ADD_RMS = KREG_KERNEL(KN("add_rmsnorm"), "residual add + RMSNorm in one launch");
 static kreg_kernel K_QKROPE = KREG_KERNEL(KN("qk_rope_kv"), "q/k RMSNorm + RoPE + KV-cache write in one launch");
+static kreg_kernel K_ATT_QK =
+    KREG_KERNEL(KN("attention.qk_rope"), "split-KV decode with the q/k RMSNorm + RoPE + KV-cache write in its "
+                                         "prologue, no qk_rope_kv launch (opt-in: DOTLM_GPU_ATTN_QK=1)");
+static kreg_kernel K_ATT_WARM =
+    KREG_KERNEL(KN("attention.warm"), "split-KV decode loading the K/V rows of earlier positions before its PDL "
+                                      "wait, batches of one token per sequence (opt-in: DOTLM_GPU_ATTN_WARM=1)");
+static kreg_kernel K_NORM_PRE =
+    KREG_KERNEL(KN("norm_prewait"), "wide-row (add+)RMSNorm and qk_rope_kv loading their norm weights (and the "
+                                    "position, cache page) before their PDL wait");
 static kreg_kernel K_RING = KREG_KERNEL(KN("gemv_ring"), "fp8 and W8A8 GEMV launches whose weights stream through a "
                                                          "shared-memory ring (cp.async, sm_80+); off: the register loops");
 static kreg_kernel K_PDL = KREG_KERNEL(KN("pdl"), "launches that may start before the kernel ahead ends (programmatic "
@@ -104,6 +113,12 @@ typedef struct {
     int att_fuse_opt; /* DOTLM_GPU_ATTN_FUSE=1: the fused attention combine is opted in */
     int fuse_att;     /* opted in and cuda.attention.fused_combine on, at begin() (part of graph keys) */
     int gu_silu;      /* cuda.gate_up_silu at begin() (part of graph keys) */
+    int att_warm_opt; /* DOTLM_GPU_ATTN_WARM=1: the early K/V loads of the decode attention are opted in */
+    int att_warm;     /* opted in, cuda.attention.warm on and every token of the batch of its own sequence, at
+                       * begin() (part of graph keys) */
+    int att_qk_opt;   /* DOTLM_GPU_ATTN_QK=1: the q/k norm + RoPE prologue in the decode attention is opted in */
+    int att_qk;       /* opted in, cuda.attention.qk_rope on and every token of the batch of its own sequence, at
+                       * begin() (part of graph keys) */
     /* pinned staging, double-buffered */
     int32_t *h_stage[2];
     size_t h_stage_cap[2];
@@ -154,19 +169,26 @@ static void ring_count(gpu_impl *g, unsigned long long before) {
 }
 
 /* Launch statement `stmt` for kernel k: counted, and timed when profiling. */
+/* Count the wide-row norms `stmt` launched with their weights loaded before
+ * the PDL wait. */
+static void norm_pre_count(gpu_impl *g, unsigned long long before) {
+    for (unsigned long long n = gk_norm_prewait_launches() - before; n > 0; n--) hit(g, &K_NORM_PRE);
+}
 #define LAUNCH(g, k, stmt)                     \
     do {                                       \
         hit((g), (k));                         \
         TIMED(g, k, stmt);                     \
     } while (0)
 /* Same, for a kernel whose kreg_use() was already counted. */
-#define TIMED(g, k, stmt)                                         \
-    do {                                                          \
-        const unsigned long long pdl0_ = gk_pdl_launches();       \
-        const unsigned long long ring0_ = gk_gemv_ring_launches(); \
-        GPU_PROF((g)->prof, (k)->name, stmt);                     \
-        pdl_count((g), pdl0_);                                    \
-        ring_count((g), ring0_);                                  \
+#define TIMED(g, k, stmt)                                           \
+    do {                                                            \
+        const unsigned long long pdl0_ = gk_pdl_launches();         \
+        const unsigned long long ring0_ = gk_gemv_ring_launches();  \
+        const unsigned long long npre0_ = gk_norm_prewait_launches(); \
+        GPU_PROF((g)->prof, (k)->name, stmt);                       \
+        pdl_count((g), pdl0_);                                      \
+        ring_count((g), ring0_);                                    \
+        norm_pre_count((g), npre0_);                                \
     } while (0)
 
 static void set_err(gpu_impl *g, const char *msg) {
@@ -382,6 +404,20 @@ static int gpu_begin(dl_backend *be, const dl_batch *b, const dl_kvcache *kv) {
      * merge one head each) */
     g->fuse_att = g->att_fuse_opt && kreg_enabled(&K_ATT_FUSE);
     g->gu_silu = kreg_enabled(&K_GU_SILU);
+    /* opt-in: measured slower in decode (H200, 2026-11-30, Qwen3-8B at 512, one
+     * run: fp8 247.6 tok/s with it, 254.3 without; bf16 183.0 / 192.0; with PDL
+     * off 228.8 / 242.0): every attention block norms and rotates its heads
+     * on its own critical path, and under PDL its blocks, launched early to
+     * load K/V, take SM slots from the q/k/v GEMV still running */
+    int own = b->ntok <= GEMV_MAX_M; /* every token of its own sequence (else one may read a key another writes) */
+    for (int i = 0; own && i < b->ntok; i++)
+        for (int j = 0; j < i; j++)
+            if (b->seq[j] == b->seq[i]) own = 0;
+    g->att_qk = own && g->att_qk_opt && kreg_enabled(&K_ATT_QK);
+    /* opt-in: measured slower (H200, 2026-11-30, Qwen3-8B fp8 decode, one run:
+     * 264.6 tok/s with it, 267.3 without at 512; 224.0 / 226.6 at 4096) */
+    g->att_warm = own && g->att_warm_opt && kreg_enabled(&K_ATT_WARM);
+    gk_norm_prewait_set(kreg_enabled(&K_NORM_PRE));
     const size_t nt = (size_t)(b->ntok > 0 ? b->ntok : 0);
     const size_t nbt = kv && kv->block_table ? (size_t)kv->max_seqs * (size_t)kv->max_blocks_per_seq : 0;
     const size_t need = (3 * nt + nbt) * sizeof(int32_t);
@@ -448,10 +484,11 @@ static int norm_q(gpu_impl *g, float *x, const float *res, float *y, const gpu_w
     const size_t xq_b = ((size_t)rows * kp + 255) / 256 * 256;
     if (ensure_dev(g, &g->qc, &g->qc_cap, xq_b + (size_t)rows * 4)) return 0;
     int ok = 0;
-    const unsigned long long pdl0 = gk_pdl_launches();
+    const unsigned long long pdl0 = gk_pdl_launches(), npre0 = gk_norm_prewait_launches();
     GPU_PROF(g->prof, label, ok = gk_norm_q(g->stream, x, res, y, gw->g.data, gw->g.dtype, rows, d, eps, zc,
                                               (int8_t *)g->qc, (float *)((char *)g->qc + xq_b), kp));
     pdl_count(g, pdl0);
+    norm_pre_count(g, npre0);
     if (!ok) return 0;
     (void)use(g, &K_NORMQ);
     g->qc_y = y;
@@ -703,6 +740,7 @@ static void gpu_attention(dl_backend *be, float *out, const float *q, const dl_k
         const size_t ws = gk_attn_split_ws(&a); /* 0: one segment, no combine */
         if (ws && ensure_att_ws(g, ws)) return;
         (void)use(g, &K_ATT_SPLIT);
+        a.warm = g->att_warm && use(g, &K_ATT_WARM);
         int fused = 0;
         TIMED(g, &K_ATT_SPLIT, fused = gk_attn_split(g->stream, out, q, &a, g->wsa));
         if (fused) (void)use(g, &K_ATT_FUSE);
@@ -845,6 +883,43 @@ static void gpu_qk_rope_kv(dl_backend *be, dl_kvcache *kv, int layer, float *q, 
                         g->d_btab));
 }
 
+/* qk_rope_kv then attention. Batches whose tokens are each of a different
+ * sequence (g->att_qk) on shapes the split kernel takes with one head chunk
+ * per KV head: one launch, the norm + RoPE + KV write in the decode
+ * attention's prologue (cuda.attention.qk_rope; same out and cache bits,
+ * q and k left as the matmul wrote them). Otherwise the two ops. */
+static void gpu_qk_rope_attention(dl_backend *be, float *out, dl_kvcache *kv, int layer, float *q, float *k,
+                                  const float *v, int nh, const dl_weight *qn, const dl_weight *kn, float eps, int zc,
+                                  const dl_rope *rope, float scale) {
+    gpu_impl *g = IMPL(be);
+    const int hd = kv->head_dim, nkv = kv->n_kv_heads;
+    const gpu_weight *qw = qn ? qn->dev : NULL, *kw = kn ? kn->dev : NULL;
+    g->qc_valid = 0;
+    const int shape_ok = g->att_qk && gk_attn_ok(hd) && nkv > 0 && nh % nkv == 0 && (!qn || qw) && (!kn || kw) &&
+                         !qn == !kn && (!qw || qw->g.dtype == kw->g.dtype) && rope->rot <= hd && rope->rot % 2 == 0 &&
+                         (kv->dtype == DT_F16 || kv->dtype == DT_F32) && kreg_enabled(&K_ATT_SPLIT);
+    if (shape_ok) {
+        gk_attn a = {.ntok = g->ntok, .nh = nh, .nkv = nkv, .hd = hd, .bs = kv->block_size,
+                     .mbps = kv->max_blocks_per_seq, .maxlen = g->maxlen, .kv_f16 = kv->dtype == DT_F16,
+                     .scale = scale, .kc = kv->k[layer], .vc = kv->v[layer], .seq = d_seq(g), .pos = d_pos(g),
+                     .btab = g->d_btab, .fuse = g->fuse_att};
+        const gk_attn_qk x = {.k = k, .v = v, .qw = qw ? qw->g.data : NULL, .kw = kw ? kw->g.data : NULL,
+                              .wdt = qw ? qw->g.dtype : 0, .zc = zc, .rot = rope->rot, .eps = eps,
+                              .inv_freq = rope->inv_freq};
+        if (gk_attn_split_qk_ok(&a, &x) && use(g, &K_ATT_QK)) {
+            const size_t ws = gk_attn_split_ws(&a);
+            if (ws && ensure_att_ws(g, ws)) return;
+            (void)use(g, &K_ATT_SPLIT);
+            int fused = 0;
+            TIMED(g, &K_ATT_QK, fused = gk_attn_split_qk(g->stream, out, q, &a, &x, g->wsa));
+            if (fused) (void)use(g, &K_ATT_FUSE);
+            return;
+        }
+    }
+    gpu_qk_rope_kv(be, kv, layer, q, k, v, nh, qn, kn, eps, zc, rope);
+    gpu_attention(be, out, q, kv, layer, nh, scale);
+}
+
 /* Graph record/replay of a forward (see gpu_graph.h); never while profiling. */
 static int gpu_graph_begin(dl_backend *be, uint64_t key) {
     gpu_impl *g = IMPL(be);
@@ -855,6 +930,9 @@ static int gpu_graph_begin(dl_backend *be, uint64_t key) {
     key ^= (uint64_t)g->ring * 0x165667B19E3779F9ull; /* so is the GEMV kernel chosen */
     key ^= (uint64_t)g->fuse_att * 0x27D4EB2F165667C5ull; /* and the launches the fusions leave out */
     key ^= (uint64_t)g->gu_silu * 0x94D049BB133111EBull;
+    key ^= (uint64_t)g->att_qk * 0xBF58476D1CE4E5B9ull;
+    key ^= (uint64_t)g->att_warm * 0xD6E8FEB86659FD93ull;
+    key ^= (uint64_t)kreg_enabled(&K_NORM_PRE) * 0xA0761D6478BD642Full;
     return gpu_graphs_begin(g->graphs, key, g->stream);
 }
 
@@ -910,6 +988,9 @@ dl_backend *gpu_backend_create(const char *name) {
     g->dot2 = d2 && atoi(d2) != 0;
     const char *af = getenv("DOTLM_GPU_ATTN_FUSE");
     g->att_fuse_opt = af && atoi(af) != 0;
+    const char *aq = getenv("DOTLM_GPU_ATTN_QK"), *aw = getenv("DOTLM_GPU_ATTN_WARM");
+    g->att_qk_opt = aq && atoi(aq) != 0;
+    g->att_warm_opt = aw && atoi(aw) != 0;
     be->name = GPU_NAME;
     be->alloc = gpu_alloc;
     be->free = gpu_free;
@@ -935,6 +1016,7 @@ dl_backend *gpu_backend_create(const char *name) {
     be->gate_up_silu = gpu_gate_up_silu;
     be->add_rmsnorm = gpu_add_rmsnorm;
     be->qk_rope_kv = gpu_qk_rope_kv;
+    be->qk_rope_attention = gpu_qk_rope_attention;
     be->graph_begin = gpu_graph_begin;
     be->graph_end = gpu_graph_end;
     /* Gated DeltaNet ops (k_gdn.cu); wraps begin/sync/destroy, so last. */

@@ -63,6 +63,11 @@ unsigned long long gk_pdl_launches(void);
  * dispatch counter); 1 if the current device can run them (CUDA, compute
  * capability >= 8.0, for cp.async), else 0 (HIP, older devices). */
 unsigned long long gk_gemv_ring_launches(void);
+/* The wide-row RMSNorms and qk_rope_kv (k_ops.cu) load their norm weights
+ * (qk_rope_kv: also the position and cache page) before the PDL wait (on,
+ * the default) or after it; launches made the first way so far. */
+void gk_norm_prewait_set(int on);
+unsigned long long gk_norm_prewait_launches(void);
 int gk_gemv_ring_supported(void);
 /* Process-wide gate over the ring knob (gpu_tune.h ring=1): off, fp8
  * GEMVs use the register K loop whatever the knob says (the backend sets
@@ -166,6 +171,9 @@ typedef struct {
     const int32_t *seq, *pos, *btab;
     int fuse; /* 1: no combine launch: the last segment block of each (token, KV head x head chunk) merges
                * the segments (same bits as the combine kernel) */
+    int warm; /* 1 (split kernel): every token of the batch is of its own sequence, so the cache rows of
+               * positions < pos were written by earlier forwards: each block loads its rows of those
+               * into L1 before its PDL wait (same results) */
 } gk_attn;
 /* Split-KV decode (ntok <= 8): each row's [0, pos] is cut into segments of
  * GK_ATTN_SEG positions aligned at 0; one block per (token, KV head,
@@ -190,6 +198,28 @@ typedef struct {
 size_t gk_attn_split_ws(const gk_attn *a);
 int gk_attn_split_ok(const gk_attn *a);
 int gk_attn_split(void *s, float *out, const float *q, const gk_attn *a, void *ws);
+/* Split-KV decode with the q/k norm + RoPE + KV write of the batch's
+ * tokens in the attention kernel's prologue (no qk_rope_kv launch): q and
+ * k are the q/k/v matmul's raw outputs (q is not modified), v its value
+ * rows; qw / kw the head norm weights ([hd], dtype wdt, NULL = no norm; both
+ * or neither), zc zero-centred, RoPE of the first rot dims with inv_freq
+ * (host array [rot / 2]). The output, the cache rows written and the
+ * workspace contract are bitwise those of gk_qk_rope_kv then gk_attn_split.
+ * The caller guarantees every token of the batch belongs to a different
+ * sequence (pure decode: a token's key is then read only by its own
+ * blocks). gk_attn_split_qk_ok: the shape allows it (split kernel, one head
+ * chunk per KV head, ntok <= GK_ATTN_QK_MAXTOK); gk_attn_split_qk returns -1
+ * (nothing launched) where it does not, else what gk_attn_split returns. */
+#define GK_ATTN_QK_MAXTOK 8
+typedef struct {
+    const float *k, *v;
+    const void *qw, *kw;
+    int wdt, zc, rot;
+    float eps;
+    const float *inv_freq;
+} gk_attn_qk;
+int gk_attn_split_qk_ok(const gk_attn *a, const gk_attn_qk *qk);
+int gk_attn_split_qk(void *s, float *out, const float *q, const gk_attn *a, const gk_attn_qk *qk, void *ws);
 /* Tiled causal GQA (prefill; also valid for any batch). */
 void gk_attn_tiled(void *s, float *out, const float *q, const gk_attn *a);
 int gk_attn_ok(int hd); /* hd <= 256 and even */

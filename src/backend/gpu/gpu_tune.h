@@ -22,7 +22,9 @@
  *                    PDL wait) shared-memory ring filled by cp.async (dl_k_gemv_fa;
  *                    CUDA sm_80+, ignored elsewhere); it takes precedence
  *                    over loop; u and na do not apply to it (its PDL
- *                    trigger: DOTLM_GEMV_TRIG=late, see dl_k_gemv_fa)
+ *                    trigger: DOTLM_GEMV_TRIG=late, see dl_k_gemv_fa; its
+ *                    first block scales before the PDL wait unless
+ *                    DOTLM_GEMV_SPRE=0)
  *   i8ring=0|1       the same for the int8 W8A8 GEMV (dl_k_i8_gemv_fa: 4
  *                    rows per warp at M = 1, 2 above, K over 2 warps);
  *                    i8u, i8na, i8r1 and i8rm do not apply to it

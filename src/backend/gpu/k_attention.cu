@@ -22,8 +22,10 @@
  * on the rest of the batch: no float atomics, same bits run to run, and a
  * row's result is the same in any batch of the same path. */
 #include <math.h>
+#include <string.h>
 
 #include "gpu_common.cuh"
+#include "k_rope.cuh"
 
 /* ------------------------------------------------------------------------
  * Tiled path
@@ -335,6 +337,50 @@ static __device__ __forceinline__ void da_merge(float *__restrict__ out, const f
     }
 }
 
+/* The q/k norm + RoPE + KV write prologue of the decode kernel (qk
+ * fusion, gk_attn_split_qk): k == NULL means none (q is read as given). */
+typedef struct {
+    const float *k, *v; /* the batch's k / v rows as the q/k/v matmul wrote them [ntok, nkv * hd] */
+    const void *qw, *kw; /* q / k norm weights [hd] (one dtype wdt), NULL = no norm */
+    int wdt, zc, half;   /* half = rot / 2: pairs (i, i + half), i < half, are rotated */
+    float eps;
+    rope_freq fr;
+} da_qk;
+
+/* Norm weights of one lane's elements i = lane + j * WARP of a head row. */
+#define DA_QKW (DL_NORM_T / DL_WARP)
+
+/* row[0, hd) = RoPE(RMSNorm(x) * w) (nw = false: RoPE(x)) of one head row,
+ * by ONE warp, bitwise what dl_k_qk_rope_kv writes for it: the lane's norm
+ * weights wv (norm_w, loaded earlier), the reduction order of
+ * dl_row_sumsq_warp, and each pair's rope_rot with the cos / sin table cs
+ * ([2][half], rope_cs of the position). Shared-memory row; the caller
+ * synchronises before others read it. */
+static __device__ __forceinline__ void da_qk_row(float *row, const float *x, bool nw, const float (&wv)[DA_QKW], const float *cs,
+                                 float eps, int hd, int half, int lane) {
+    if (nw) {
+        const float inv = 1.0f / sqrtf(dl_row_sumsq_warp(x, hd, lane) / (float)hd + eps);
+#pragma unroll
+        for (int j = 0; j < DA_QKW; j++) {
+            const int i = lane + j * DL_WARP;
+            if (i < hd) row[i] = (x[i] * inv) * wv[j];
+        }
+    } else {
+        for (int i = lane; i < hd; i += DL_WARP) row[i] = x[i];
+    }
+    /* each lane rotates the pairs whose first element it wrote (i = lane +
+     * j * WARP, i < half <= hd / 2) and their partners i + half, which another
+     * lane wrote: a warp barrier orders those writes first */
+#if DL_WARP == 32 && !defined(__HIPCC__)
+    __syncwarp();
+#else
+    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");
+    __builtin_amdgcn_wave_barrier();
+    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
+#endif
+    for (int i = lane; i < half; i += DL_WARP) rope_rot(&row[i], &row[i + half], cs[i], cs[half + i]);
+}
+
 /* gfx906: a 256-thread block is one wave per SIMD; the shapes that fit 128
  * VGPRs (GM <= 4 and GM * EPL <= 32; the Qwen3-8B shape needed 129) ask for
  * 2 waves per SIMD. CUDA: ptxas picks (128 registers for those shapes,
@@ -362,8 +408,11 @@ template <int KF16, int CPL, int GM>
 __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
     dl_k_attn_dec(float *__restrict__ out, float *__restrict__ wml, float *__restrict__ wo,
                   unsigned int *__restrict__ cnt, const float *__restrict__ q, gk_attn a, int lt, int gb, int nseg,
-                  float c2) {
-    dl_pdl_enter();
+                  float c2, const da_qk qk) {
+    /* pre: the block first loads what no kernel of this forward writes, then
+     * waits (below); else it waits first */
+    const bool pre = qk.k || a.warm;
+    if (!pre) dl_pdl_enter();
     constexpr int DT = KF16 ? DT_F16 : DT_F32;
     constexpr int VE = dl_wt<DT>::VEC; /* elements per 16-byte vector */
     constexpr int EPL = CPL * VE;      /* elements of a row held by one lane */
@@ -387,10 +436,81 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
     const char *kc = (const char *)a.kc, *vc = (const char *)a.vc;
     const int32_t *bt = a.btab + (int64_t)S * a.mbps;
 
+    const float *qsrc = q;
+    int64_t qoff = (int64_t)t * a.nh + h0;
+    float wq[DA_QKW], wk[DA_QKW]; /* qk prologue: the lane's q / k norm weights */
+    float *const cs = so + DA_NW * DA_SO - 2 * 128; /* and the position's cos / sin table */
+    if (pre) {
+        /* before the PDL wait, what no kernel of this forward writes (pos,
+         * seq and the block table are uploaded before its first kernel, and
+         * every kernel waits before it triggers, so those uploads are
+         * complete): this warp's K/V rows of positions < pos, written by
+         * earlier forwards (every token of the batch is of its own sequence,
+         * so pos is the only position this forward writes), loaded once
+         * into L1 for the loop below; with the qk prologue also the norm
+         * weights and the cos / sin table. The kernel ahead still runs
+         * meanwhile. */
+        uint32_t dep = 0;
+        if (qk.k) {
+            const float p = (float)pos;
+            for (int i = threadIdx.x; i < qk.half; i += blockDim.x) rope_cs(p, qk.fr.f[i], &cs[i], &cs[qk.half + i]);
+#pragma unroll
+            for (int j = 0; j < DA_QKW; j++) {
+                const int i = lane + j * DL_WARP;
+                wq[j] = qk.qw && i < hd ? norm_w(qk.qw, qk.wdt, i, qk.zc) : 0.0f;
+                wk[j] = qk.kw && i < hd ? norm_w(qk.kw, qk.wdt, i, qk.zc) : 0.0f;
+            }
+            dep = __float_as_uint(wq[0]) ^ __float_as_uint(wk[0]);
+        }
+        const int w0 = p0 + w * DA_KW, w1 = min(w0 + DA_KW, pos); /* old positions of the warp */
+        const int nv = (w1 - w0) * nch;                           /* their 16-byte K vectors */
+        for (int e = lane; e < nv; e += DL_WARP) {
+            const int pp = w0 + e / nch, c = e % nch;
+            const int blk = bt[pp / a.bs];
+            if (blk < 0) continue;
+            const int64_t off = (((int64_t)blk * a.bs + pp % a.bs) * a.nkv + g) * rowb + c * 16;
+            dep ^= dl_xor4(*(const uint4 *)(kc + off)) ^ dl_xor4(*(const uint4 *)(vc + off));
+        }
+        dl_pdl_enter_after(dep, (uint32_t *)out);
+    }
+    if (qk.k) {
+        /* the block's gb query heads normed and rotated into so (q itself is
+         * left as the matmul wrote it); the block whose segment holds pos
+         * also makes the token's key row of head g and writes it and the
+         * value row into the cache at pos, before any warp reads that
+         * position (the caller guarantees one head chunk per KV head and one
+         * token per sequence, so no other block reads or writes it) */
+        const bool wr = pos < p0 + GK_ATTN_SEG;
+        const int nrow = gb + (wr ? 1 : 0);
+        __syncthreads(); /* cs */
+        for (int r = w; r < nrow; r += DA_NW) {
+            const bool isq = r < gb;
+            const float *x = isq ? q + (qoff + r) * hd : qk.k + ((int64_t)t * a.nkv + g) * hd;
+            da_qk_row(so + r * hd, x, qk.qw != nullptr, isq ? wq : wk, cs, qk.eps, hd, qk.half, lane);
+        }
+        __syncthreads();
+        const int blk = wr ? bt[pos / a.bs] : -1;
+        if (blk >= 0) {
+            const int64_t base = (((int64_t)blk * a.bs + pos % a.bs) * a.nkv + g) * hd;
+            const float *vr = qk.v + ((int64_t)t * a.nkv + g) * hd, *kr = so + gb * hd;
+            for (int i = threadIdx.x; i < hd; i += blockDim.x) {
+                if (KF16) {
+                    ((__half *)a.kc)[base + i] = __float2half_rn(kr[i]);
+                    ((__half *)a.vc)[base + i] = __float2half_rn(vr[i]);
+                } else {
+                    ((float *)a.kc)[base + i] = kr[i];
+                    ((float *)a.vc)[base + i] = vr[i];
+                }
+            }
+            __syncthreads(); /* the block's cache writes are visible to its own loads below */
+        }
+        qsrc = so;
+        qoff = 0;
+    }
     float qr[GM][EPL];
 #pragma unroll
     for (int h = 0; h < GM; h++) {
-        const float *qh = q + ((int64_t)t * a.nh + h0 + h) * hd;
+        const float *qh = qsrc + (qoff + h) * hd;
 #pragma unroll
         for (int cl = 0; cl < CPL; cl++) {
             const int c = cl * T + ti;
@@ -399,6 +519,7 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
             for (int e = 0; e < VE; e++) qr[h][cl * VE + e] = ok ? qh[c * VE + e] : 0.0f;
         }
     }
+    if (qk.k) __syncthreads(); /* so is free again (the merge reuses it) */
     float m[GM], l[GM], acc[GM][EPL];
 #pragma unroll
     for (int h = 0; h < GM; h++) {
@@ -629,25 +750,25 @@ extern "C" size_t gk_attn_split_ws(const gk_attn *a) {
  * counters (NULL: not fused). */
 template <int KF16, int CPL, int GM>
 static void da_launch(cudaStream_t st, float *out, const float *q, const gk_attn *a, const da_cfg *c, int nseg,
-                      float *ws, unsigned int *cnt) {
+                      float *ws, unsigned int *cnt, const da_qk &qk) {
     const int G = a->nh / a->nkv;
     dim3 grid((unsigned)nseg, (unsigned)(a->nkv * (G / c->gb)), (unsigned)a->ntok);
     float *wml = ws, *wo = ws ? ws + (size_t)a->ntok * a->nh * nseg * 2 : nullptr;
     dl_launch(dl_k_attn_dec<KF16, CPL, GM>, grid, DA_NW * DL_WARP, 0, st, out, wml, wo, cnt, q, *a, c->lt, c->gb,
-              nseg, a->scale * DA_LOG2E);
+              nseg, a->scale * DA_LOG2E, qk);
 }
 
 /* GM * EPL <= 64: GM = 8 only where EPL <= 8. */
 template <int KF16, int CPL>
 static void da_launch_gm(cudaStream_t st, float *out, const float *q, const gk_attn *a, const da_cfg *c, int nseg,
-                         float *ws, unsigned int *cnt) {
+                         float *ws, unsigned int *cnt, const da_qk &qk) {
     constexpr int EPL = CPL * (KF16 ? 8 : 4);
     switch (c->gm) {
-    case 1: da_launch<KF16, CPL, 1>(st, out, q, a, c, nseg, ws, cnt); break;
-    case 2: da_launch<KF16, CPL, 2>(st, out, q, a, c, nseg, ws, cnt); break;
-    case 4: da_launch<KF16, CPL, 4>(st, out, q, a, c, nseg, ws, cnt); break;
+    case 1: da_launch<KF16, CPL, 1>(st, out, q, a, c, nseg, ws, cnt, qk); break;
+    case 2: da_launch<KF16, CPL, 2>(st, out, q, a, c, nseg, ws, cnt, qk); break;
+    case 4: da_launch<KF16, CPL, 4>(st, out, q, a, c, nseg, ws, cnt, qk); break;
     default:
-        if constexpr (EPL <= 8) da_launch<KF16, CPL, 8>(st, out, q, a, c, nseg, ws, cnt);
+        if constexpr (EPL <= 8) da_launch<KF16, CPL, 8>(st, out, q, a, c, nseg, ws, cnt, qk);
         break;
     }
 }
@@ -687,6 +808,29 @@ extern "C" void gk_attn_tiled(void *s, float *out, const float *q, const gk_attn
  * each group merges (same bits, no combine launch). Shapes da_pick refuses
  * (K/V rows not 16-byte vectors) run the tiled kernel. Returns 1 when the
  * merge ran in the segment kernel (fused, nseg > 1), else 0. */
+/* The split launch (cfg c from da_pick) with the qk prologue qk (qk.k
+ * NULL: none); returns 1 when the merge ran in the segment kernel. */
+static int da_split(cudaStream_t st, float *out, const float *q, const gk_attn *a, const da_cfg &c, void *ws,
+                    const da_qk &qk) {
+    const int nseg = da_nseg(a);
+    const int64_t ngrp = (int64_t)a->ntok * a->nkv * (a->nh / a->nkv / c.gb);
+    const int fused = nseg > 1 && a->fuse && ngrp <= GK_ATTN_NCNT;
+    float *w = nseg > 1 ? (float *)((char *)ws + DA_CNT_BYTES) : nullptr;
+    unsigned int *cnt = fused ? (unsigned int *)ws : nullptr;
+    if (a->kv_f16) {
+        if (c.cpl == 1) da_launch_gm<1, 1>(st, out, q, a, &c, nseg, w, cnt, qk);
+        else da_launch_gm<1, 2>(st, out, q, a, &c, nseg, w, cnt, qk);
+    } else {
+        if (c.cpl == 1) da_launch_gm<0, 1>(st, out, q, a, &c, nseg, w, cnt, qk);
+        else if (c.cpl == 2) da_launch_gm<0, 2>(st, out, q, a, &c, nseg, w, cnt, qk);
+        else da_launch_gm<0, 4>(st, out, q, a, &c, nseg, w, cnt, qk);
+    }
+    if (nseg > 1 && !fused)
+        dl_launch(dl_k_attn_combine, (unsigned)((int64_t)a->ntok * a->nh), DC_T, 0, st, out, w,
+                  w + (size_t)a->ntok * a->nh * nseg * 2, *a, nseg);
+    return fused;
+}
+
 extern "C" int gk_attn_split(void *s, float *out, const float *q, const gk_attn *a, void *ws) {
     if (a->ntok <= 0) return 0;
     cudaStream_t st = (cudaStream_t)s;
@@ -695,21 +839,33 @@ extern "C" int gk_attn_split(void *s, float *out, const float *q, const gk_attn 
         tiled_launch(st, out, q, a);
         return 0;
     }
-    const int nseg = da_nseg(a);
-    const int64_t ngrp = (int64_t)a->ntok * a->nkv * (a->nh / a->nkv / c.gb);
-    const int fused = nseg > 1 && a->fuse && ngrp <= GK_ATTN_NCNT;
-    float *w = nseg > 1 ? (float *)((char *)ws + DA_CNT_BYTES) : nullptr;
-    unsigned int *cnt = fused ? (unsigned int *)ws : nullptr;
-    if (a->kv_f16) {
-        if (c.cpl == 1) da_launch_gm<1, 1>(st, out, q, a, &c, nseg, w, cnt);
-        else da_launch_gm<1, 2>(st, out, q, a, &c, nseg, w, cnt);
-    } else {
-        if (c.cpl == 1) da_launch_gm<0, 1>(st, out, q, a, &c, nseg, w, cnt);
-        else if (c.cpl == 2) da_launch_gm<0, 2>(st, out, q, a, &c, nseg, w, cnt);
-        else da_launch_gm<0, 4>(st, out, q, a, &c, nseg, w, cnt);
-    }
-    if (nseg > 1 && !fused)
-        dl_launch(dl_k_attn_combine, (unsigned)((int64_t)a->ntok * a->nh), DC_T, 0, st, out, w,
-                  w + (size_t)a->ntok * a->nh * nseg * 2, *a, nseg);
-    return fused;
+    da_qk none;
+    memset(&none, 0, sizeof none);
+    return da_split(st, out, q, a, c, ws, none);
+}
+
+extern "C" int gk_attn_split_qk_ok(const gk_attn *a, const gk_attn_qk *qk) {
+    da_cfg c;
+    return da_pick(a, &c) && a->nh / a->nkv == c.gb && a->ntok <= GK_ATTN_QK_MAXTOK && qk->rot % 2 == 0 &&
+           qk->rot <= a->hd && qk->k && qk->v && !qk->qw == !qk->kw;
+}
+
+extern "C" int gk_attn_split_qk(void *s, float *out, const float *q, const gk_attn *a, const gk_attn_qk *qk,
+                                void *ws) {
+    if (a->ntok <= 0) return 0;
+    da_cfg c;
+    if (!gk_attn_split_qk_ok(a, qk)) return -1;
+    (void)da_pick(a, &c);
+    da_qk d;
+    memset(&d, 0, sizeof d);
+    d.k = qk->k;
+    d.v = qk->v;
+    d.qw = qk->qw;
+    d.kw = qk->kw;
+    d.wdt = qk->wdt;
+    d.zc = qk->zc;
+    d.half = qk->rot / 2;
+    d.eps = qk->eps;
+    rope_fill_freq(&d.fr, qk->inv_freq, d.half);
+    return da_split((cudaStream_t)s, out, q, a, c, ws, d);
 }

@@ -443,7 +443,7 @@ __global__ void __launch_bounds__(GEMV_MAXT)
  * and chunk c + 2 is requested as chunk c is consumed. */
 template <int DT, int MR, int R, int CV, int S>
 __global__ void __launch_bounds__(GEMV_MAXT, MR == 1 ? 4 : 0)
-    dl_k_gemv_fa(const float *__restrict__ x, const dl_gv_job j, int late) {
+    dl_k_gemv_fa(const float *__restrict__ x, const dl_gv_job j, int late, int spre) {
     static_assert(S == 2 || S == 3, "two or three ring stages");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && DL_WARP == 32 && !defined(__HIPCC__)
     typedef dl_wt<DT> T;
@@ -468,6 +468,14 @@ __global__ void __launch_bounds__(GEMV_MAXT, MR == 1 ? 4 : 0)
     };
     issue(0, 0);
     if (S == 3) issue(1, 1);
+    if (spre) {
+        /* the first chunk's block scales too (no kernel writes them; else a
+         * DRAM round trip after the wait): loaded, and landed, before it */
+        uint32_t dep = 0;
+#pragma unroll
+        for (int r = 0; r < R; r++) dep ^= k1 < K ? __float_as_uint(srow[r][__umulhi((unsigned)k1, magic)]) : 0u;
+        if (blockDim.x == 0u) *(uint32_t *)j.y[0] = dep; /* never: keeps the loads above the wait */
+    }
     dl_pdl_wait(); /* x is read, y written, only from here on */
     if (!late) dl_pdl_trigger();
     int cur = 0; /* c % S */
@@ -737,6 +745,12 @@ int dl_ring_late() {
     return v;
 }
 void dl_ring_note() { g_ring_n++; }
+/* DOTLM_GEMV_SPRE=0 (experiment, read once): the fp8 ring GEMV loads its
+ * first chunk's block scales after the PDL wait, not before (same bits). */
+static int dl_ring_spre() {
+    static const int v = env_int("DOTLM_GEMV_SPRE", 1) != 0;
+    return v;
+}
 /* DOTLM_GEMV_SILU_TRIG=early (experiment, read once): the gate/up + SiLU
  * ring launch triggers its successor early, as the other GEMVs (same bits). */
 static int dl_silu_early() {
@@ -958,9 +972,11 @@ static void gv_go(const gv_call &c) {
                                                cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024);
                     big = true;
                 }
-                return dl_launch(dl_k_gemv_fa<DT, MR, R, CV, 3>, grid, c.cfg.wpb * DL_WARP, smem, c.st, c.x, j, late);
+                return dl_launch(dl_k_gemv_fa<DT, MR, R, CV, 3>, grid, c.cfg.wpb * DL_WARP, smem, c.st, c.x, j, late,
+                                 dl_ring_spre());
             }
-            return dl_launch(dl_k_gemv_fa<DT, MR, R, CV, 2>, grid, c.cfg.wpb * DL_WARP, smem, c.st, c.x, j, late);
+            return dl_launch(dl_k_gemv_fa<DT, MR, R, CV, 2>, grid, c.cfg.wpb * DL_WARP, smem, c.st, c.x, j, late,
+                             dl_ring_spre());
         }
     }
 #endif

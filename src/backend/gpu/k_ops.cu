@@ -3,8 +3,9 @@
  * with a fixed order of operations (RMSNorm's sum: fixed per-thread stride
  * then a fixed tree), so results are reproducible and per-row. */
 #include "gpu_common.cuh"
+#include "k_rope.cuh"
 
-#define OP_T 256
+#define OP_T DL_NORM_T
 
 __global__ void dl_k_embed(float *__restrict__ x, gk_weight e, const int32_t *__restrict__ tokens) {
     dl_pdl_enter();
@@ -36,11 +37,6 @@ static __device__ __forceinline__ float row_inv_rms(const float *xr, int d, floa
     for (int i = threadIdx.x; i < d; i += blockDim.x) ss = fmaf(xr[i], xr[i], ss);
     ss = block_sum(ss, red);
     return 1.0f / sqrtf(ss / (float)d + eps);
-}
-
-static __device__ __forceinline__ float norm_w(const void *w, int wdt, int i, int zc) {
-    float wv = dl_load_elem(w, wdt, i);
-    return zc ? wv + 1.0f : wv;
 }
 
 __global__ void __launch_bounds__(OP_T)
@@ -79,17 +75,36 @@ __global__ void __launch_bounds__(OP_T)
  * elements in order, then block_sum) for the plain and the fused kernel. */
 #define NV4 8 /* float4 chunks per thread: d <= 4 * OP_T * NV4 = 8192 */
 
-template <bool ADD, bool QUANT>
+template <bool ADD, bool QUANT, bool PRE>
 __global__ void __launch_bounds__(OP_T)
     dl_k_norm_v4(float *x, const float *res, float *y, const void *__restrict__ w, int wdt, int d, float eps, int zc,
                  int8_t *xq, float *xs, int kp) {
-    dl_pdl_enter();
+    if (!PRE) dl_pdl_enter();
     __shared__ float red[OP_T / 16 + 1];
     const int64_t r = blockIdx.x;
     float4 *xr = (float4 *)(x + r * d);
     const float4 *rr = ADD ? (const float4 *)(res + r * d) : nullptr;
     float4 *yr = (float4 *)(y + r * d);
     const int n4 = d / 4;
+    /* the norm weights first: no kernel writes them, so with PRE they are
+     * loaded before the PDL wait, while the kernel ahead still runs (else
+     * before the reduction's barrier, overlapping it) */
+    float4 nw[NV4];
+#pragma unroll
+    for (int j = 0; j < NV4; j++) {
+        const int c = threadIdx.x + j * OP_T, i = 4 * c;
+        nw[j] = c < n4 ? make_float4(norm_w(w, wdt, i, zc), norm_w(w, wdt, i + 1, zc), norm_w(w, wdt, i + 2, zc),
+                                     norm_w(w, wdt, i + 3, zc))
+                       : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+    if (PRE) {
+        uint32_t dep = 0;
+#pragma unroll
+        for (int j = 0; j < NV4; j++)
+            dep ^= __float_as_uint(nw[j].x) ^ __float_as_uint(nw[j].y) ^ __float_as_uint(nw[j].z) ^
+                   __float_as_uint(nw[j].w);
+        dl_pdl_enter_after(dep, (uint32_t *)y);
+    }
     float4 v[NV4];
 #pragma unroll
     for (int j = 0; j < NV4; j++) {
@@ -109,16 +124,6 @@ __global__ void __launch_bounds__(OP_T)
             v[j].x += a[j].x; v[j].y += a[j].y; v[j].z += a[j].z; v[j].w += a[j].w;
             if (c < n4) xr[c] = v[j];
         }
-    }
-    /* the norm weights are loaded before the reduction's barrier, so their
-     * round trip overlaps it */
-    float4 nw[NV4];
-#pragma unroll
-    for (int j = 0; j < NV4; j++) {
-        const int c = threadIdx.x + j * OP_T, i = 4 * c;
-        nw[j] = c < n4 ? make_float4(norm_w(w, wdt, i, zc), norm_w(w, wdt, i + 1, zc), norm_w(w, wdt, i + 2, zc),
-                                     norm_w(w, wdt, i + 3, zc))
-                       : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     }
     float ss = 0.0f;
 #pragma unroll
@@ -162,23 +167,29 @@ __global__ void __launch_bounds__(OP_T)
     }
 }
 
+/* Wide-row norms and qk_rope_kv with their norm weights loaded before the
+ * PDL wait (gk_norm_prewait_set; the backend's <backend>.norm_prewait
+ * switch) and the launches made so (its dispatch counter). */
+static int g_norm_pre = 1;
+static unsigned long long g_norm_pre_n;
+extern "C" void gk_norm_prewait_set(int on) { g_norm_pre = on != 0; }
+extern "C" unsigned long long gk_norm_prewait_launches(void) { return g_norm_pre_n; }
+
+/* dl_k_norm_v4<ADD, QUANT, PRE> with PRE = g_norm_pre (one grid row per block). */
+template <bool ADD, bool QUANT>
+static void norm_v4_launch(cudaStream_t s, int rows, float *x, const float *res, float *y, const void *w, int wdt,
+                           int d, float eps, int zc, int8_t *xq, float *xs, int kp) {
+    if (g_norm_pre) {
+        g_norm_pre_n++;
+        dl_launch(dl_k_norm_v4<ADD, QUANT, true>, rows, OP_T, 0, s, x, res, y, w, wdt, d, eps, zc, xq, xs, kp);
+    } else {
+        dl_launch(dl_k_norm_v4<ADD, QUANT, false>, rows, OP_T, 0, s, x, res, y, w, wdt, d, eps, zc, xq, xs, kp);
+    }
+}
+
 static bool v4_ok(int d, const void *a, const void *b, const void *c) {
     return d % 4 == 0 && d >= 1024 && d <= 4 * OP_T * NV4 && ((uintptr_t)a & 15) == 0 && ((uintptr_t)b & 15) == 0 &&
            ((uintptr_t)c & 15) == 0;
-}
-
-typedef struct {
-    float f[256];
-} rope_freq;
-
-/* One rotate-half pair at position p: the single definition both RoPE
- * kernels use (explicit roundings, so no contraction differs between them). */
-static __device__ __forceinline__ void rope_pair(float *xa, float *xb, float p, float f) {
-    const float ang = __fmul_rn(p, f);
-    const float c = cosf(ang), s = sinf(ang);
-    const float a = *xa, b = *xb;
-    *xa = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
-    *xb = __fadd_rn(__fmul_rn(b, c), __fmul_rn(a, s));
 }
 
 __global__ void dl_k_rope(float *x, int nh, int hd, int half, rope_freq fr, const int32_t *__restrict__ pos) {
@@ -201,11 +212,12 @@ typedef struct {
     float eps;
 } qk_norm;
 
+template <bool PRE>
 __global__ void __launch_bounds__(OP_T)
     dl_k_qk_rope_kv(float *q, float *k, const float *__restrict__ v, int nh, int nkv, int hd, int half, qk_norm nm,
                     rope_freq fr, void *kc, void *vc, int kv_f16, int bs, int mbps, const int32_t *__restrict__ seq,
                     const int32_t *__restrict__ pos, const int32_t *__restrict__ btab) {
-    dl_pdl_enter();
+    if (!PRE) dl_pdl_enter();
     __shared__ float red[OP_T / 16 + 1];
     __shared__ float row[512];
     const int64_t t = blockIdx.x;
@@ -226,6 +238,16 @@ __global__ void __launch_bounds__(OP_T)
     for (int j = 0; j < 2; j++) {
         const int i = threadIdx.x + j * OP_T;
         nw[j] = w && i < hd ? norm_w(w, nm.wdt, i, nm.zc) : 0.0f;
+    }
+    /* PRE: the norm weights, the position and the cache page (written by no
+     * kernel of this forward: the batch is uploaded before its first kernel,
+     * and every kernel waits before it triggers) are loaded before the PDL
+     * wait, while the q/k/v GEMV ahead still runs */
+    if (PRE) dl_pdl_enter_after(__float_as_uint(nw[0]) ^ __float_as_uint(nw[1]) ^ (uint32_t)ps ^ (uint32_t)blk,
+                                (uint32_t *)q);
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+        const int i = threadIdx.x + j * OP_T;
         vv[j] = blk >= 0 && i < hd ? vr[i] : 0.0f;
     }
     if (w) {
@@ -336,14 +358,10 @@ extern "C" void gk_rmsnorm(void *s, float *y, const float *x, const void *w, int
                            float eps, int zc) {
     if (rows <= 0) return;
     if (v4_ok(d, x, y, y))
-        dl_launch(dl_k_norm_v4<false, false>, rows, OP_T, 0, (cudaStream_t)s, (float *)x, nullptr, y, w, wdtype, d, eps, zc,
-                                                                          nullptr, nullptr, 0);
+        norm_v4_launch<false, false>((cudaStream_t)s, rows, (float *)x, nullptr, y, w, wdtype, d, eps, zc, nullptr,
+                                     nullptr, 0);
     else
         dl_launch(dl_k_rmsnorm, rows, OP_T, 0, (cudaStream_t)s, y, x, w, wdtype, d, eps, zc);
-}
-
-static void fill_freq(rope_freq *fr, const float *inv_freq, int half) {
-    for (int i = 0; i < 256; i++) fr->f[i] = i < half ? inv_freq[i] : 0.0f;
 }
 
 extern "C" void gk_rope(void *s, float *x, int ntok, int nh, int hd, int rot, const float *inv_freq,
@@ -352,7 +370,7 @@ extern "C" void gk_rope(void *s, float *x, int ntok, int nh, int hd, int rot, co
     rope_freq fr;
     int half = rot / 2;
     if (half > 256) half = 256; /* host checks rot <= 512 */
-    fill_freq(&fr, inv_freq, half);
+    rope_fill_freq(&fr, inv_freq, half);
     dim3 grid((unsigned)ntok, (unsigned)nh);
     dl_launch(dl_k_rope, grid, half < 32 ? 32 : (half > 128 ? 128 : half), 0, (cudaStream_t)s, x, nh, hd, half, fr, pos);
 }
@@ -364,8 +382,7 @@ extern "C" void gk_add_rmsnorm(void *s, float *x, const float *res, float *y, co
         gk_add(s, x, res, (size_t)rows * d);
         gk_rmsnorm(s, y, x, w, wdtype, rows, d, eps, zc);
     } else if (v4_ok(d, x, y, res)) {
-        dl_launch(dl_k_norm_v4<true, false>, rows, OP_T, 0, (cudaStream_t)s, x, res, y, w, wdtype, d, eps, zc, nullptr,
-                                                                        nullptr, 0);
+        norm_v4_launch<true, false>((cudaStream_t)s, rows, x, res, y, w, wdtype, d, eps, zc, nullptr, nullptr, 0);
     } else {
         dl_launch(dl_k_add_rmsnorm, rows, OP_T, 0, (cudaStream_t)s, x, res, y, w, wdtype, d, eps, zc);
     }
@@ -375,9 +392,9 @@ extern "C" int gk_norm_q(void *s, float *x, const float *res, float *y, const vo
                          float eps, int zc, int8_t *xq, float *xs, int kp) {
     if (rows <= 0 || !v4_ok(d, x, y, res ? res : y) || kp < d || kp % 16) return 0;
     if (res)
-        dl_launch(dl_k_norm_v4<true, true>, rows, OP_T, 0, (cudaStream_t)s, x, res, y, w, wdtype, d, eps, zc, xq, xs, kp);
+        norm_v4_launch<true, true>((cudaStream_t)s, rows, x, res, y, w, wdtype, d, eps, zc, xq, xs, kp);
     else
-        dl_launch(dl_k_norm_v4<false, true>, rows, OP_T, 0, (cudaStream_t)s, x, nullptr, y, w, wdtype, d, eps, zc, xq, xs, kp);
+        norm_v4_launch<false, true>((cudaStream_t)s, rows, x, nullptr, y, w, wdtype, d, eps, zc, xq, xs, kp);
     return 1;
 }
 
@@ -388,10 +405,12 @@ extern "C" void gk_qk_rope_kv(void *s, float *q, float *k, const float *v, int n
     if (ntok <= 0) return;
     rope_freq fr;
     const int half = rot / 2; /* host checks rot <= hd <= 256 */
-    fill_freq(&fr, inv_freq, half);
+    rope_fill_freq(&fr, inv_freq, half);
     qk_norm nm = {qw, kw, wdtype, zc, eps};
     dim3 grid((unsigned)ntok, (unsigned)(nh + nkv));
-    dl_launch(dl_k_qk_rope_kv, grid, OP_T, 0, (cudaStream_t)s, q, k, v, nh, nkv, hd, half, nm, fr, kc, vc, kv_f16, bs,
+    if (g_norm_pre) g_norm_pre_n++;
+    dl_launch(g_norm_pre ? dl_k_qk_rope_kv<true> : dl_k_qk_rope_kv<false>, grid, OP_T, 0, (cudaStream_t)s, q, k, v,
+              nh, nkv, hd, half, nm, fr, kc, vc, kv_f16, bs,
                                                          mbps, seq, pos, btab);
 }
 
