@@ -506,6 +506,43 @@ static void test_attention(int nh, int nkv, int hd, dl_dtype dt) {
     free(K), free(V);
 }
 
+/* History of ns sequences (sequence s: positions 0 .. hist[s] - 1, random
+ * K/V rows) written in one kv_write batch into the CPU cache cc and into each
+ * GPU cache cg[0 .. ncg). */
+static void write_history(cache *cc, cache *const *cg, int ncg, const int *hist, int ns) {
+    const size_t kw = (size_t)cc->kv.n_kv_heads * cc->kv.head_dim;
+    int n = 0;
+    for (int s = 0; s < ns; s++) n += hist[s];
+    int32_t *htok = calloc(n, 4), *hseq = malloc(n * 4), *hpos = malloc(n * 4);
+    for (int s = 0, i = 0; s < ns; s++)
+        for (int p = 0; p < hist[s]; p++, i++) hseq[i] = s, hpos[i] = p;
+    float *K = malloc(n * kw * 4), *V = malloc(n * kw * 4);
+    fill(K, n * kw, 1.0f), fill(V, n * kw, 1.0f);
+    dl_batch hb = {n, htok, hseq, hpos};
+    cpu->begin(cpu, &hb, &cc->kv);
+    cpu->kv_write(cpu, &cc->kv, 0, K, V);
+    CHECK(gpu->begin(gpu, &hb, &cg[0]->kv) == 0);
+    float *dK = dput(K, n * kw), *dV = dput(V, n * kw);
+    for (int i = 0; i < ncg; i++) gpu->kv_write(gpu, &cg[i]->kv, 0, dK, dV);
+    CHECKF(gpu->sync(gpu) == 0, "history: %s", dl_errmsg());
+    gpu->free(gpu, dK), gpu->free(gpu, dV);
+    free(K), free(V), free(htok), free(hseq), free(hpos);
+}
+
+/* A batch of rows rows[0 .. nt): each row's sequence and position from
+ * rseq / rpos, its q / k / v rows (qw / kw floats) copied from RQ / RK / RV. */
+static void pick_rows(int nt, const int *rows, const int32_t *rseq, const int32_t *rpos, const float *RQ,
+                      const float *RK, const float *RV, size_t qw, size_t kw, int32_t *seq, int32_t *pos, float *q,
+                      float *k, float *v) {
+    for (int i = 0; i < nt; i++) {
+        const int r = rows[i];
+        seq[i] = rseq[r], pos[i] = rpos[r];
+        memcpy(q + i * qw, RQ + r * qw, qw * 4);
+        memcpy(k + i * kw, RK + r * kw, kw * 4);
+        memcpy(v + i * kw, RV + r * kw, kw * 4);
+    }
+}
+
 /* Long contexts, several sequences at different lengths in one batch.
  * History (one kv_write batch): seq 0 positions 0..3099, seq 1 0..999,
  * seq 2 0..63, seq 3 empty; block size 24 (pages cross the 64-position
@@ -530,22 +567,8 @@ static void test_attention_long(int nh, int nkv, int hd, dl_dtype dt) {
     cache_init(&cg, gpu, nkv, hd, dt, BS, nblocks, NS, mbps, perm);
     free(perm);
     const size_t kw = (size_t)nkv * hd, qw = (size_t)nh * hd;
-    int nh_tot = 0;
-    for (int s = 0; s < NS; s++) nh_tot += hist[s];
-    int32_t *htok = calloc(nh_tot, 4), *hseq = malloc(nh_tot * 4), *hpos = malloc(nh_tot * 4);
-    for (int s = 0, i = 0; s < NS; s++)
-        for (int p = 0; p < hist[s]; p++, i++) hseq[i] = s, hpos[i] = p;
-    float *K = malloc(nh_tot * kw * 4), *V = malloc(nh_tot * kw * 4);
-    fill(K, nh_tot * kw, 1.0f), fill(V, nh_tot * kw, 1.0f);
-    dl_batch hb = {nh_tot, htok, hseq, hpos};
-    cpu->begin(cpu, &hb, &cc.kv);
-    cpu->kv_write(cpu, &cc.kv, 0, K, V);
-    CHECK(gpu->begin(gpu, &hb, &cg.kv) == 0);
-    float *dK = dput(K, nh_tot * kw), *dV = dput(V, nh_tot * kw);
-    gpu->kv_write(gpu, &cg.kv, 0, dK, dV);
-    CHECKF(gpu->sync(gpu) == 0, "history: %s", dl_errmsg());
-    gpu->free(gpu, dK), gpu->free(gpu, dV);
-    free(K), free(V), free(htok), free(hseq), free(hpos);
+    cache *const gl[1] = {&cg};
+    write_history(&cc, gl, 1, hist, NS);
 
     float *RQ = malloc(NR * qw * 4), *RK = malloc(NR * kw * 4), *RV = malloc(NR * kw * 4);
     fill(RQ, NR * qw, 4.0f), fill(RK, NR * kw, 1.0f), fill(RV, NR * kw, 1.0f);
@@ -558,13 +581,7 @@ static void test_attention_long(int nh, int nkv, int hd, dl_dtype dt) {
     for (int bi = 0; bi < NB; bi++) {
         const int nt = bn[bi];
         int32_t tok[NR] = {0}, seq[NR], pos[NR];
-        for (int i = 0; i < nt; i++) {
-            const int r = brow[bi][i];
-            seq[i] = rseq[r], pos[i] = rpos[r];
-            memcpy(q + i * qw, RQ + r * qw, qw * 4);
-            memcpy(k + i * kw, RK + r * kw, kw * 4);
-            memcpy(v + i * kw, RV + r * kw, kw * 4);
-        }
+        pick_rows(nt, brow[bi], rseq, rpos, RQ, RK, RV, qw, kw, seq, pos, q, k, v);
         gpu->from_host(gpu, dq, q, nt * qw * 4);
         gpu->from_host(gpu, dk, k, nt * kw * 4);
         gpu->from_host(gpu, dv, v, nt * kw * 4);
@@ -639,23 +656,8 @@ static void test_qk_rope_attention(int nh, int nkv, int hd, dl_dtype dt, dl_dtyp
         gpu->from_host(gpu, cb.k, z, cbytes), gpu->from_host(gpu, cb.v, z, cbytes);
         free(z);
     }
-    int nhist = 0;
-    for (int s = 0; s < NS; s++) nhist += hist[s];
-    int32_t *htok = calloc(nhist, 4), *hseq = malloc(nhist * 4), *hpos = malloc(nhist * 4);
-    for (int s = 0, i = 0; s < NS; s++)
-        for (int p = 0; p < hist[s]; p++, i++) hseq[i] = s, hpos[i] = p;
-    float *K = malloc(nhist * kw * 4), *V = malloc(nhist * kw * 4);
-    fill(K, nhist * kw, 1.0f), fill(V, nhist * kw, 1.0f);
-    dl_batch hb = {nhist, htok, hseq, hpos};
-    cpu->begin(cpu, &hb, &cc.kv);
-    cpu->kv_write(cpu, &cc.kv, 0, K, V);
-    CHECK(gpu->begin(gpu, &hb, &ca.kv) == 0);
-    float *dK = dput(K, nhist * kw), *dV = dput(V, nhist * kw);
-    gpu->kv_write(gpu, &ca.kv, 0, dK, dV);
-    gpu->kv_write(gpu, &cb.kv, 0, dK, dV);
-    CHECKF(gpu->sync(gpu) == 0, "history: %s", dl_errmsg());
-    gpu->free(gpu, dK), gpu->free(gpu, dV);
-    free(K), free(V), free(htok), free(hseq), free(hpos);
+    cache *const gl[2] = {&ca, &cb};
+    write_history(&cc, gl, 2, hist, NS);
 
     const int norm = ndt != DT_COUNT;
     dl_weight qnc = {0}, knc = {0}, qng = {0}, kng = {0};
@@ -679,13 +681,7 @@ static void test_qk_rope_attention(int nh, int nkv, int hd, dl_dtype dt, dl_dtyp
     for (int bi = 0; bi < NB; bi++) {
         const int nt = bn[bi];
         int32_t tok[NR] = {0}, seq[NR], pos[NR];
-        for (int i = 0; i < nt; i++) {
-            const int r = brow[bi][i];
-            seq[i] = rseq[r], pos[i] = rpos[r];
-            memcpy(q + i * qw, RQ + r * qw, qw * 4);
-            memcpy(k + i * kw, RK + r * kw, kw * 4);
-            memcpy(v + i * kw, RV + r * kw, kw * 4);
-        }
+        pick_rows(nt, brow[bi], rseq, rpos, RQ, RK, RV, qw, kw, seq, pos, q, k, v);
         int distinct = 1;
         for (int i = 0; i < nt; i++)
             for (int j = 0; j < i; j++) distinct &= seq[i] != seq[j];
