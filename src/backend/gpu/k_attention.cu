@@ -403,7 +403,11 @@ static __device__ __forceinline__ void da_qk_row(float *row, const float *x, boo
  * else each block, after its partials, adds 1 to the arrival counter
  * cnt[token * gridDim.y + blockIdx.y] (all zero at entry), and the block
  * that arrives last (pos / SEG + 1 blocks of the token write) resets it to
- * 0 and merges the group's gb heads (da_merge, as the combine does). */
+ * 0 and merges the group's gb heads (da_merge, as the combine does).
+ * qk.k != NULL (gk_attn_split_qk; nhc == 1, one token per sequence): q and
+ * qk.k are raw matmul rows, normed and rotated in the prologue, and the
+ * block holding pos writes that position's K/V rows first. qk.k != NULL or
+ * a.warm: the K/V rows of positions < pos are loaded before the PDL wait. */
 template <int KF16, int CPL, int GM>
 __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
     dl_k_attn_dec(float *__restrict__ out, float *__restrict__ wml, float *__restrict__ wo,
