@@ -168,12 +168,12 @@ static void ring_count(gpu_impl *g, unsigned long long before) {
     for (unsigned long long n = gk_gemv_ring_launches() - before; n > 0; n--) hit(g, &K_RING);
 }
 
-/* Launch statement `stmt` for kernel k: counted, and timed when profiling. */
-/* Count the wide-row norms `stmt` launched with their weights loaded before
- * the PDL wait. */
+/* Count the norms `stmt` launched with their weights loaded before the PDL
+ * wait. */
 static void norm_pre_count(gpu_impl *g, unsigned long long before) {
     for (unsigned long long n = gk_norm_prewait_launches() - before; n > 0; n--) hit(g, &K_NORM_PRE);
 }
+/* Launch statement `stmt` for kernel k: counted, and timed when profiling. */
 #define LAUNCH(g, k, stmt)                     \
     do {                                       \
         hit((g), (k));                         \
@@ -717,6 +717,31 @@ static int ensure_att_ws(gpu_impl *g, size_t need) {
     return 0;
 }
 
+/* The attention launch description of layer `layer` for the current batch. */
+static gk_attn att_desc(gpu_impl *g, const dl_kvcache *kv, int layer, int nh, float scale) {
+    return (gk_attn){.ntok = g->ntok, .nh = nh, .nkv = kv->n_kv_heads, .hd = kv->head_dim, .bs = kv->block_size,
+                     .mbps = kv->max_blocks_per_seq, .maxlen = g->maxlen, .kv_f16 = kv->dtype == DT_F16,
+                     .scale = scale, .kc = kv->k[layer], .vc = kv->v[layer], .seq = d_seq(g), .pos = d_pos(g),
+                     .btab = g->d_btab, .fuse = g->fuse_att};
+}
+
+/* The split-KV decode launch of *a (workspace grown first), counted:
+ * with the q/k prologue qk (gk_attn_split_qk, cuda.attention.qk_rope) or
+ * without it (qk NULL; then the opt-in early K/V loads, cuda.attention.warm). */
+static void att_split(gpu_impl *g, float *out, const float *q, gk_attn *a, const gk_attn_qk *qk) {
+    const size_t ws = gk_attn_split_ws(a); /* 0: one segment, no combine */
+    if (ws && ensure_att_ws(g, ws)) return;
+    (void)use(g, &K_ATT_SPLIT);
+    int fused = 0;
+    if (qk) {
+        TIMED(g, &K_ATT_QK, fused = gk_attn_split_qk(g->stream, out, q, a, qk, g->wsa));
+    } else {
+        a->warm = g->att_warm && use(g, &K_ATT_WARM);
+        TIMED(g, &K_ATT_SPLIT, fused = gk_attn_split(g->stream, out, q, a, g->wsa));
+    }
+    if (fused) (void)use(g, &K_ATT_FUSE);
+}
+
 /* out[ntok, nh * hd] = causal GQA attention of q over the cache positions
  * [0, pos] of each row's sequence (see k_attention.cu). ntok <= 8 and K/V
  * rows of 16-byte vectors: split-KV decode (workspace g->wsa grown to
@@ -729,21 +754,12 @@ static void gpu_attention(dl_backend *be, float *out, const float *q, const dl_k
         set_err(g, "attention: head_dim must be even and <= 256, heads a multiple of kv heads");
         return;
     }
-    gk_attn a = {.ntok = g->ntok, .nh = nh, .nkv = kv->n_kv_heads, .hd = kv->head_dim, .bs = kv->block_size,
-                 .mbps = kv->max_blocks_per_seq, .maxlen = g->maxlen, .kv_f16 = kv->dtype == DT_F16, .scale = scale,
-                 .kc = kv->k[layer], .vc = kv->v[layer], .seq = d_seq(g), .pos = d_pos(g), .btab = g->d_btab,
-                 .fuse = g->fuse_att};
+    gk_attn a = att_desc(g, kv, layer, nh, scale);
     /* decode-sized batches: split-KV over fixed GK_ATTN_SEG-position segments
      * (grid and workspace sized by g->maxlen, an upper bound); K/V rows that
      * are not 16-byte vectors, and larger batches: tiled */
     if (g->ntok <= GEMV_MAX_M && gk_attn_split_ok(&a) && kreg_enabled(&K_ATT_SPLIT)) {
-        const size_t ws = gk_attn_split_ws(&a); /* 0: one segment, no combine */
-        if (ws && ensure_att_ws(g, ws)) return;
-        (void)use(g, &K_ATT_SPLIT);
-        a.warm = g->att_warm && use(g, &K_ATT_WARM);
-        int fused = 0;
-        TIMED(g, &K_ATT_SPLIT, fused = gk_attn_split(g->stream, out, q, &a, g->wsa));
-        if (fused) (void)use(g, &K_ATT_FUSE);
+        att_split(g, out, q, &a, NULL);
         return;
     }
     LAUNCH(g, &K_ATT_TILED, gk_attn_tiled(g->stream, out, q, &a));
@@ -857,6 +873,15 @@ static void gpu_add_rmsnorm(dl_backend *be, float *x, const float *res, float *y
     TIMED(g, &K_ADD_RMS, gk_add_rmsnorm(g->stream, x, res, y, gw->g.data, gw->g.dtype, rows, d, eps, zc));
 }
 
+/* 1 if one kernel can apply the q/k norms qn / kn (both or neither, uploaded,
+ * one dtype), RoPE and the KV write for this cache and rope. */
+static int qk_fusable(const dl_weight *qn, const dl_weight *kn, const dl_kvcache *kv, const dl_rope *rope) {
+    const gpu_weight *qw = qn ? qn->dev : NULL, *kw = kn ? kn->dev : NULL;
+    const int hd = kv->head_dim;
+    return (!qn || qw) && (!kn || kw) && !qn == !kn && (!qw || qw->g.dtype == kw->g.dtype) && hd <= 256 &&
+           rope->rot <= hd && rope->rot % 2 == 0 && (kv->dtype == DT_F16 || kv->dtype == DT_F32);
+}
+
 /* q/k RMSNorm (optional) + RoPE + KV write in one launch (switch back:
  * <backend>.qk_rope_kv issues the separate kernels). */
 static void gpu_qk_rope_kv(dl_backend *be, dl_kvcache *kv, int layer, float *q, float *k, const float *v, int nh,
@@ -865,10 +890,7 @@ static void gpu_qk_rope_kv(dl_backend *be, dl_kvcache *kv, int layer, float *q, 
     const int hd = kv->head_dim, nkv = kv->n_kv_heads;
     const gpu_weight *qw = qn ? qn->dev : NULL, *kw = kn ? kn->dev : NULL;
     g->qc_valid = 0;
-    const int fusable = (!qn || qw) && (!kn || kw) && !qn == !kn && (!qw || qw->g.dtype == kw->g.dtype) &&
-                        hd <= 256 && rope->rot <= hd && rope->rot % 2 == 0 &&
-                        (kv->dtype == DT_F16 || kv->dtype == DT_F32);
-    if (!fusable || !use(g, &K_QKROPE)) {
+    if (!qk_fusable(qn, kn, kv, rope) || !use(g, &K_QKROPE)) {
         if (qn) gpu_rmsnorm(be, q, q, qn, g->ntok * nh, hd, eps, zc);
         if (kn) gpu_rmsnorm(be, k, k, kn, g->ntok * nkv, hd, eps, zc);
         gpu_rope(be, q, nh, hd, rope);
@@ -895,24 +917,14 @@ static void gpu_qk_rope_attention(dl_backend *be, float *out, dl_kvcache *kv, in
     const int hd = kv->head_dim, nkv = kv->n_kv_heads;
     const gpu_weight *qw = qn ? qn->dev : NULL, *kw = kn ? kn->dev : NULL;
     g->qc_valid = 0;
-    const int shape_ok = g->att_qk && gk_attn_ok(hd) && nkv > 0 && nh % nkv == 0 && (!qn || qw) && (!kn || kw) &&
-                         !qn == !kn && (!qw || qw->g.dtype == kw->g.dtype) && rope->rot <= hd && rope->rot % 2 == 0 &&
-                         (kv->dtype == DT_F16 || kv->dtype == DT_F32) && kreg_enabled(&K_ATT_SPLIT);
-    if (shape_ok) {
-        gk_attn a = {.ntok = g->ntok, .nh = nh, .nkv = nkv, .hd = hd, .bs = kv->block_size,
-                     .mbps = kv->max_blocks_per_seq, .maxlen = g->maxlen, .kv_f16 = kv->dtype == DT_F16,
-                     .scale = scale, .kc = kv->k[layer], .vc = kv->v[layer], .seq = d_seq(g), .pos = d_pos(g),
-                     .btab = g->d_btab, .fuse = g->fuse_att};
+    if (g->att_qk && gk_attn_ok(hd) && nkv > 0 && nh % nkv == 0 && qk_fusable(qn, kn, kv, rope) &&
+        kreg_enabled(&K_ATT_SPLIT)) {
+        gk_attn a = att_desc(g, kv, layer, nh, scale);
         const gk_attn_qk x = {.k = k, .v = v, .qw = qw ? qw->g.data : NULL, .kw = kw ? kw->g.data : NULL,
                               .wdt = qw ? qw->g.dtype : 0, .zc = zc, .rot = rope->rot, .eps = eps,
                               .inv_freq = rope->inv_freq};
         if (gk_attn_split_qk_ok(&a, &x) && use(g, &K_ATT_QK)) {
-            const size_t ws = gk_attn_split_ws(&a);
-            if (ws && ensure_att_ws(g, ws)) return;
-            (void)use(g, &K_ATT_SPLIT);
-            int fused = 0;
-            TIMED(g, &K_ATT_QK, fused = gk_attn_split_qk(g->stream, out, q, &a, &x, g->wsa));
-            if (fused) (void)use(g, &K_ATT_FUSE);
+            att_split(g, out, q, &a, &x);
             return;
         }
     }

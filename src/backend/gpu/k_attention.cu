@@ -356,8 +356,8 @@ typedef struct {
  * dl_row_sumsq_warp, and each pair's rope_rot with the cos / sin table cs
  * ([2][half], rope_cs of the position). Shared-memory row; the caller
  * synchronises before others read it. */
-static __device__ __forceinline__ void da_qk_row(float *row, const float *x, bool nw, const float (&wv)[DA_QKW], const float *cs,
-                                 float eps, int hd, int half, int lane) {
+static __device__ __forceinline__ void da_qk_row(float *row, const float *x, bool nw, const float (&wv)[DA_QKW],
+                                                 const float *cs, float eps, int hd, int half, int lane) {
     if (nw) {
         const float inv = 1.0f / sqrtf(dl_row_sumsq_warp(x, hd, lane) / (float)hd + eps);
 #pragma unroll
@@ -848,18 +848,23 @@ extern "C" int gk_attn_split(void *s, float *out, const float *q, const gk_attn 
     return da_split(st, out, q, a, c, ws, none);
 }
 
+/* da_pick for the qk prologue: also one head chunk per KV head and a
+ * shape and rope it takes (see gk_attn_split_qk_ok). */
+static int da_pick_qk(const gk_attn *a, const gk_attn_qk *qk, da_cfg *c) {
+    return da_pick(a, c) && a->nh / a->nkv == c->gb && a->ntok <= GK_ATTN_QK_MAXTOK && qk->rot % 2 == 0 &&
+           qk->rot <= a->hd && qk->k && qk->v && !qk->qw == !qk->kw;
+}
+
 extern "C" int gk_attn_split_qk_ok(const gk_attn *a, const gk_attn_qk *qk) {
     da_cfg c;
-    return da_pick(a, &c) && a->nh / a->nkv == c.gb && a->ntok <= GK_ATTN_QK_MAXTOK && qk->rot % 2 == 0 &&
-           qk->rot <= a->hd && qk->k && qk->v && !qk->qw == !qk->kw;
+    return da_pick_qk(a, qk, &c);
 }
 
 extern "C" int gk_attn_split_qk(void *s, float *out, const float *q, const gk_attn *a, const gk_attn_qk *qk,
                                 void *ws) {
     if (a->ntok <= 0) return 0;
     da_cfg c;
-    if (!gk_attn_split_qk_ok(a, qk)) return -1;
-    (void)da_pick(a, &c);
+    if (!da_pick_qk(a, qk, &c)) return -1;
     da_qk d;
     memset(&d, 0, sizeof d);
     d.k = qk->k;

@@ -410,8 +410,7 @@ extern "C" void gk_qk_rope_kv(void *s, float *q, float *k, const float *v, int n
     dim3 grid((unsigned)ntok, (unsigned)(nh + nkv));
     if (g_norm_pre) g_norm_pre_n++;
     dl_launch(g_norm_pre ? dl_k_qk_rope_kv<true> : dl_k_qk_rope_kv<false>, grid, OP_T, 0, (cudaStream_t)s, q, k, v,
-              nh, nkv, hd, half, nm, fr, kc, vc, kv_f16, bs,
-                                                         mbps, seq, pos, btab);
+              nh, nkv, hd, half, nm, fr, kc, vc, kv_f16, bs, mbps, seq, pos, btab);
 }
 
 extern "C" void gk_kv_write(void *s, void *kc, void *vc, int kv_f16, const float *k, const float *v, int ntok,
