@@ -2,6 +2,8 @@
  * loaders that widen stored weights to fp32, and launch helpers. */
 #pragma once
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "hip_compat.h"
 #include "core/dtype.h"
@@ -9,6 +11,18 @@
 #include "gpu_kernels.h"
 
 #define DL_CDIV(a, b) (((a) + (b) - 1) / (b))
+
+/* Experiment variables (host; each read once into its caller's static):
+ * dl_env_is: 1 when `name` is set to `word`; dl_env_int: its integer value,
+ * or dflt when unset. */
+static inline int dl_env_is(const char *name, const char *word) {
+    const char *e = getenv(name);
+    return e && !strcmp(e, word) ? 1 : 0;
+}
+static inline int dl_env_int(const char *name, int dflt) {
+    const char *e = getenv(name);
+    return e ? atoi(e) : dflt;
+}
 
 /* Exact fp8 -> fp32 for every code (e4m3fn: 0x7f/0xff NaN; e5m2: IEEE-like). */
 static __device__ __forceinline__ float dl_fp8_decode(uint32_t c, int e5m2) {

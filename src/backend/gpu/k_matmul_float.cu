@@ -729,32 +729,21 @@ int dl_ring_ok() { return g_ring_allow && gk_gemv_ring_supported(); }
 /* DOTLM_GEMV_TRIG=late: the ring kernels let the next kernel launch after
  * their K loop instead of after their PDL wait (same bits; see
  * dl_k_gemv_fa). */
-/* Experiment variables (host; each read once by its caller's static):
- * env_is: 1 when `name` is set to `word`; env_int: its integer value, or
- * dflt when unset. */
-static int env_is(const char *name, const char *word) {
-    const char *e = getenv(name);
-    return e && !strcmp(e, word) ? 1 : 0;
-}
-static int env_int(const char *name, int dflt) {
-    const char *e = getenv(name);
-    return e ? atoi(e) : dflt;
-}
 int dl_ring_late() {
-    static const int v = env_is("DOTLM_GEMV_TRIG", "late");
+    static const int v = dl_env_is("DOTLM_GEMV_TRIG", "late");
     return v;
 }
 void dl_ring_note() { g_ring_n++; }
 /* DOTLM_GEMV_SPRE=0 (experiment, read once): the fp8 ring GEMV loads its
  * first chunk's block scales after the PDL wait, not before (same bits). */
 static int dl_ring_spre() {
-    static const int v = env_int("DOTLM_GEMV_SPRE", 1) != 0;
+    static const int v = dl_env_int("DOTLM_GEMV_SPRE", 1) != 0;
     return v;
 }
 /* DOTLM_GEMV_SILU_TRIG=early (experiment, read once): the gate/up + SiLU
  * ring launch triggers its successor early, as the other GEMVs (same bits). */
 static int dl_silu_early() {
-    static const int v = env_is("DOTLM_GEMV_SILU_TRIG", "early");
+    static const int v = dl_env_is("DOTLM_GEMV_SILU_TRIG", "early");
     return v;
 }
 extern "C" int gk_gemv_ring_supported(void) {
@@ -919,14 +908,14 @@ struct gv_call {
  * weight-only is not split. */
 #define GV_KS_MAXN 8192
 static int gv_ks_maxn() {
-    static const int v = env_int("DOTLM_GEMV_KSMAXN", GV_KS_MAXN);
+    static const int v = dl_env_int("DOTLM_GEMV_KSMAXN", GV_KS_MAXN);
     return v;
 }
 /* DOTLM_GEMV_FP8KS4N=n (experiment, read once): fp8 weights with fewer than
  * n rows and >= 8 chunks per lane split K over 4 warps instead of 2 (more
  * warps streaming a small weight; changes the summation order). */
 static int gv_fp8_ks4n() {
-    static const int v = env_int("DOTLM_GEMV_FP8KS4N", 0);
+    static const int v = dl_env_int("DOTLM_GEMV_FP8KS4N", 0);
     return v;
 }
 static int gv_ks(const gk_weight &w, int vec) {

@@ -10,8 +10,6 @@
  * GEMM: 128x128 tiles,
  * BK = 32 bytes (8 words), 256 threads with 8x8 outputs, double-buffered
  * shared memory (words stored k-major so the inner loop reads 16 bytes). */
-#include <stdlib.h>
-
 #include "gpu_common.cuh"
 
 #define I8_MAXT (8 * DL_WARP) /* threads per block at most (wpb 8) */
@@ -316,10 +314,7 @@ extern "C" int gk_int8_gemm_ok(const gk_weight *w) {
  * loads its rows' scales and bias in the epilogue, not before the PDL wait
  * (same bits). */
 static int i8_spre() {
-    static const int v = [] {
-        const char *e = getenv("DOTLM_I8_SPRE");
-        return e ? atoi(e) != 0 : 1;
-    }();
+    static const int v = dl_env_int("DOTLM_I8_SPRE", 1) != 0;
     return v;
 }
 
