@@ -303,8 +303,11 @@ static int variant_spec(int v, int fp8, char *buf, size_t n) {
     /* the K loop rotates through the variants (5 widenings: every loop meets every widening) */
     /* ... and so do the fp8 weight ring (0, 2 or 3 stages: period 6) and the W8A8 ring (period 4), meeting
      * every widening, loop, u, na, wpb and rows */
-    snprintf(buf, n, "v1,fp8=%s,u=%d,na=%d,wpb=%d,i8u=%d,i8na=%d,i8wpb=%d,%s,loop=%d,ring=%d,i8ring=%d", f8[fi], u,
-             na, wpb ? 8 : 4, u, na, wpb ? 8 : 4, rows[r], v % 3, (v / 2) % 3, (v / 2) % 2);
+    /* ... and the W8A8 register GEMV's K split (by shape, none, 2 or 4 warps: period 12) */
+    static const int i8ks[4] = {0, 1, 2, 4};
+    snprintf(buf, n, "v1,fp8=%s,u=%d,na=%d,wpb=%d,i8u=%d,i8na=%d,i8wpb=%d,%s,loop=%d,ring=%d,i8ring=%d,i8ks=%d",
+             f8[fi], u, na, wpb ? 8 : 4, u, na, wpb ? 8 : 4, rows[r], v % 3, (v / 2) % 3, (v / 2) % 2,
+             i8ks[(v / 3) % 4]);
     return 1;
 }
 
@@ -349,7 +352,16 @@ static void test_multi_and_variants(void) {
                         CHECKF(gk_gemv_tune(spec) == 0, "tune %s", spec);
                         float *hs[3];
                         const unsigned long long ring0 = gk_gemv_ring_launches();
+                        const unsigned long long ks0 = gk_int8_ksplit_launches();
                         check_job(&j, spec, 0, hs);
+                        /* the W8A8 register GEMV split K where asked for (2, 4) or where the shape
+                         * calls for it (by shape: >= 8 chunks of 16 bytes per lane unsplit) */
+                        if (is_w8a8(&FMTS[f]) && (!strstr(spec, "i8ring=1") || !gk_gemv_ring_supported())) {
+                            const int kn = atoi(strstr(spec, "i8ks=") + 5);
+                            const int split = kn == 2 || kn == 4 || (kn == 0 && (S[s].k + 511) / 512 >= 8);
+                            CHECKF((gk_int8_ksplit_launches() > ks0) == split, "variant %s %s k=%lld: K split %s",
+                                   spec, FMTS[f].name, (long long)S[s].k, split ? "not launched" : "unexpected");
+                        }
                         /* the weight rings ran exactly where asked for (fp8: ring, W8A8: i8ring)
                          * and the device can run them */
                         const int want = (is_fp8(FMTS[f].dt) && M <= 4 && (strstr(spec, ",ring=1") || strstr(spec, ",ring=2"))) ||

@@ -81,6 +81,9 @@ static kreg_kernel K_NORM_PRE =
                                     "position, cache page) before their PDL wait");
 static kreg_kernel K_RING = KREG_KERNEL(KN("gemv_ring"), "fp8 and W8A8 GEMV launches whose weights stream through a "
                                                          "shared-memory ring (cp.async, sm_80+); off: the register loops");
+static kreg_kernel K_I8KS = KREG_KERNEL(KN("int8_gemv_ksplit"), "W8A8 GEMV launches with a weight's K split over 2 "
+                                                                "or 4 warps (weights under 8192 rows; exact int32 "
+                                                                "sums, same bits); off: one warp per row group");
 static kreg_kernel K_PDL = KREG_KERNEL(KN("pdl"), "launches that may start before the kernel ahead ends (programmatic "
                                                   "dependent launch, sm_90+); GEMVs stream weights meanwhile");
 
@@ -142,6 +145,7 @@ typedef struct {
     int pdl_ok;           /* the device can use programmatic dependent launch */
     int pdl;              /* PDL on for the launches of this forward */
     int ring;             /* cuda.gemv_ring enabled for this forward */
+    int i8ks;             /* cuda.int8_gemv_ksplit enabled for this forward */
 } gpu_impl;
 
 static gpu_impl *IMPL(dl_backend *be) { return (gpu_impl *)be->impl; }
@@ -168,6 +172,11 @@ static void ring_count(gpu_impl *g, unsigned long long before) {
     for (unsigned long long n = gk_gemv_ring_launches() - before; n > 0; n--) hit(g, &K_RING);
 }
 
+/* Count the W8A8 GEMV launches `stmt` made with a K split. */
+static void i8ks_count(gpu_impl *g, unsigned long long before) {
+    for (unsigned long long n = gk_int8_ksplit_launches() - before; n > 0; n--) hit(g, &K_I8KS);
+}
+
 /* Count the norms `stmt` launched with their weights loaded before the PDL
  * wait. */
 static void norm_pre_count(gpu_impl *g, unsigned long long before) {
@@ -185,10 +194,12 @@ static void norm_pre_count(gpu_impl *g, unsigned long long before) {
         const unsigned long long pdl0_ = gk_pdl_launches();         \
         const unsigned long long ring0_ = gk_gemv_ring_launches();  \
         const unsigned long long npre0_ = gk_norm_prewait_launches(); \
+        const unsigned long long i8ks0_ = gk_int8_ksplit_launches(); \
         GPU_PROF((g)->prof, (k)->name, stmt);                       \
         pdl_count((g), pdl0_);                                      \
         ring_count((g), ring0_);                                    \
         norm_pre_count((g), npre0_);                                \
+        i8ks_count((g), i8ks0_);                                    \
     } while (0)
 
 static void set_err(gpu_impl *g, const char *msg) {
@@ -397,6 +408,8 @@ static int gpu_begin(dl_backend *be, const dl_batch *b, const dl_kvcache *kv) {
     gk_pdl_set(g->pdl);
     g->ring = kreg_enabled(&K_RING); /* DOTLM_DISABLE=cuda.gemv_ring: the register K loop */
     gk_gemv_ring_allow(g->ring);
+    g->i8ks = kreg_enabled(&K_I8KS); /* DOTLM_DISABLE=cuda.int8_gemv_ksplit: one warp per row group */
+    gk_int8_ksplit_allow(g->i8ks);
     /* opt-in: measured slower in decode (H200, 2026-11-30, Qwen3-8B fp8 at
      * 512: 241.6 and 238.7 tok/s with it, 251.9 and 250.7 without; the
      * last block merges after every other block of its group, a fence and
@@ -940,6 +953,7 @@ static int gpu_graph_begin(dl_backend *be, uint64_t key) {
     key ^= (uint64_t)g->maxlen * 0x9E3779B97F4A7C15ull;
     key ^= (uint64_t)g->pdl * 0xC2B2AE3D27D4EB4Full; /* PDL edges are part of a recording */
     key ^= (uint64_t)g->ring * 0x165667B19E3779F9ull; /* so is the GEMV kernel chosen */
+    key ^= (uint64_t)g->i8ks * 0x9FB21C651E98DF25ull; /* and its grid */
     key ^= (uint64_t)g->fuse_att * 0x27D4EB2F165667C5ull; /* and the launches the fusions leave out */
     key ^= (uint64_t)g->gu_silu * 0x94D049BB133111EBull;
     key ^= (uint64_t)g->att_qk * 0xBF58476D1CE4E5B9ull;
@@ -996,6 +1010,8 @@ dl_backend *gpu_backend_create(const char *name) {
     gk_pdl_set(g->pdl);
     g->ring = kreg_enabled(&K_RING);
     gk_gemv_ring_allow(g->ring);
+    g->i8ks = kreg_enabled(&K_I8KS);
+    gk_int8_ksplit_allow(g->i8ks);
     const char *d2 = getenv("DOTLM_GPU_FP8_DOT2");
     g->dot2 = d2 && atoi(d2) != 0;
     const char *af = getenv("DOTLM_GPU_ATTN_FUSE");

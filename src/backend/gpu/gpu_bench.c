@@ -367,6 +367,7 @@ typedef struct {
     int M;
     char var[96];
     double gbs, pct, kgbs, kpct;
+    double klpct, kppct; /* kernel alone: PDL chain with late triggers; plain launches (no PDL) */
     const char *kernel;
 } gemv_row;
 
@@ -393,6 +394,9 @@ static const char *const VARIANTS_ALL[] = {
     "default,r1=1,i8r1=2",
     "default,r1=2,rm=2",
     "default,r1=4,rm=4,i8r1=4,i8rm=4",
+    "default,i8ks=0",
+    "default,i8ks=2",
+    "default,i8ks=4",
 };
 
 /* Multi-weight job on one set of weight copies: the per-weight launches
@@ -545,6 +549,17 @@ int main(int argc, char **argv) {
                     t = time_op(kern_fn, &kc, ncopy, quick ? 10 : 40);
                     r->kgbs = wb / t / 1e9;
                     r->kpct = 100.0 * wb / t / copy_bw;
+                    /* the same chain with every GEMV triggering its successor late (as the
+                     * engine launches a GEMV that another GEMV follows), and without PDL */
+                    gk_gemv_trig_late(1);
+                    t = time_op(kern_fn, &kc, ncopy, quick ? 10 : 40);
+                    gk_gemv_trig_late(-1);
+                    r->klpct = 100.0 * wb / t / copy_bw;
+                    const int pdl_was = gk_pdl_get();
+                    gk_pdl_set(0);
+                    t = time_op(kern_fn, &kc, ncopy, quick ? 10 : 40);
+                    gk_pdl_set(pdl_was);
+                    r->kppct = 100.0 * wb / t / copy_bw;
                     snprintf(r->var, sizeof r->var, "%s", vlist[v] ? vlist[v] : "current");
                 }
                 gk_gemv_tune(cur_cfg);
@@ -658,11 +673,15 @@ int main(int argc, char **argv) {
     printf("\n== decode GEMV (weight bytes / time vs copy bandwidth %.0f GB/s; through the backend, and the GEMV kernel alone) ==\n",
            copy_bw / 1e9);
     printf("GEMV settings: %s\n", cur_cfg);
-    printf("%-10s %-11s %2s %9s %7s %9s %7s  %-26s %s\n", "format", "n x k", "M", "GB/s", "%copy", "kern GB/s", "%copy",
-           "kernel", "variant");
+    printf("kernel alone, back to back on rotating weight copies: PDL chain with the trigger after the wait (the\n"
+           "decode default), with it late (late: after the K loop / at the end, as a GEMV followed by a GEMV), and\n"
+           "plain launches (no PDL)\n");
+    printf("%-10s %-11s %2s %9s %7s %9s %7s %7s %7s  %-26s %s\n", "format", "n x k", "M", "GB/s", "%copy", "kern GB/s",
+           "%copy", "late", "plain", "kernel", "variant");
     for (int i = 0; i < nrows; i++)
-        printf("%-10s %-11s %2d %9.1f %6.1f%% %9.1f %6.1f%%  %-26s %s\n", rows[i].fmt, rows[i].shape, rows[i].M,
-               rows[i].gbs, rows[i].pct, rows[i].kgbs, rows[i].kpct, rows[i].kernel, rows[i].var);
+        printf("%-10s %-11s %2d %9.1f %6.1f%% %9.1f %6.1f%% %6.1f%% %6.1f%%  %-26s %s\n", rows[i].fmt, rows[i].shape,
+               rows[i].M, rows[i].gbs, rows[i].pct, rows[i].kgbs, rows[i].kpct, rows[i].klpct, rows[i].kppct,
+               rows[i].kernel, rows[i].var);
     printf("\n== multi-weight GEMV, kernels alone (%% of copy bandwidth; weights of the set / time) ==\n");
     printf("%-10s %-26s %2s %10s %10s %10s\n", "format", "weights", "M", "per-weight", "one launch", "+SiLU");
     for (int i = 0; i < nm; i++) {

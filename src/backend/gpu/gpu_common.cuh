@@ -358,6 +358,7 @@ struct dl_gemv_cfg {
     int i8u, i8na, i8wpb, i8r1, i8rm; /* the same for the int8 W8A8 GEMV */
     int ring;           /* fp8 float GEMV: weights through a shared-memory ring (dl_k_gemv_fa; CUDA sm_80+) */
     int i8ring;         /* the same for the int8 W8A8 GEMV (dl_k_i8_gemv_fa) */
+    int i8ks;           /* W8A8 register GEMV: warps splitting K (0 = by shape, see i8_ks; 1, 2, 4 forced) */
 };
 const dl_gemv_cfg &dl_gemv_cfg_now();
 /* The weight rings (k_matmul_float.cu): 1 if allowed (gk_gemv_ring_allow)
@@ -380,6 +381,7 @@ struct dl_gv_job {
     unsigned b1, b2;
     unsigned bk_magic; /* WS_BLOCK: ceil(2^32 / bk), so kk / bk = umulhi(kk, bk_magic) for kk * bk < 2^32; else 0 */
     float *silu;       /* float GEMV gate/up pair (gk_gemv_silu): w[0] gate, w[1] up, silu[m, n] written; else NULL */
+    int late;          /* PDL: no early trigger, the next kernel launches when this grid ends (dl_gemv_late) */
 };
 /* What one block needs of its weight: picked field by field with constant
  * parameter indices (a dynamic index would copy the job to local memory). */
@@ -437,6 +439,14 @@ static __device__ __forceinline__ float dl_gv_rowscale(int scale_kind, const flo
     if (scale_kind == WS_CHANNEL) return scale[row];
     return 1.0f;
 }
+/* Host (k_matmul_float.cu): 1 when the GEMVs let the next kernel launch
+ * (PDL) only after their K loop (or, the register loops, when their grid
+ * ends) instead of right after their wait: DOTLM_GEMV_TRIG=late, or
+ * gk_gemv_trig_late(1). Faster between back-to-back GEMVs (the next grid's
+ * blocks do not take SM slots early), slower in a decode step, where a
+ * small kernel follows; the engine's gate/up launch always triggers late
+ * (a GEMV follows it). */
+int dl_gemv_late();
 /* Host: fill a job for `count` weights, blocks of wpb warps with R rows per
  * row group and ks[i] warps per row group of weight i (ks NULL: 1), so
  * wpb / ks[i] * R rows per block; returns the grid size (total blocks). */
@@ -459,6 +469,7 @@ static inline unsigned dl_gv_job_make(dl_gv_job *j, const gk_weight *w, float *c
     j->b1 = start[1];
     j->b2 = start[2];
     j->silu = nullptr;
+    j->late = dl_gemv_late();
     j->bk_magic = w[0].scale_kind == WS_BLOCK && w[0].bk > 0
                       ? (unsigned)((0x100000000ull + (uint64_t)w[0].bk - 1) / (uint64_t)w[0].bk)
                       : 0u;

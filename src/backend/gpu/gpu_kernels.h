@@ -57,12 +57,23 @@ void gpurt_graph_destroy(void *exec);
  * or off for later launches; launches made with it so far. */
 int gpurt_pdl_supported(void);
 void gk_pdl_set(int on);
+int gk_pdl_get(void);
 unsigned long long gk_pdl_launches(void);
 /* The GEMV shared-memory weight rings (fp8: dl_k_gemv_fa, W8A8:
  * dl_k_i8_gemv_fa): launches made through them so far (the cuda.gemv_ring
  * dispatch counter); 1 if the current device can run them (CUDA, compute
  * capability >= 8.0, for cp.async), else 0 (HIP, older devices). */
 unsigned long long gk_gemv_ring_launches(void);
+/* Every GEMV's PDL trigger: after its wait (0, the default), or after its
+ * K loop / at its end (1, as DOTLM_GEMV_TRIG=late); -1 = the environment's
+ * choice. Same bits either way (the bench times both). */
+void gk_gemv_trig_late(int on);
+/* The W8A8 register GEMV splitting a weight's K over 2 or 4 warps of a
+ * block (exact int32 sums, so the same bits; by shape, knob i8ks):
+ * launches with a split weight so far (the cuda.int8_gemv_ksplit dispatch
+ * counter); allow(0) keeps one warp per row group. */
+unsigned long long gk_int8_ksplit_launches(void);
+void gk_int8_ksplit_allow(int on);
 /* The wide-row RMSNorms and qk_rope_kv (k_ops.cu) load their norm weights
  * (qk_rope_kv: also the position and cache page) before the PDL wait (on,
  * the default) or after it; launches made the first way so far. */

@@ -40,6 +40,7 @@ extern "C" int gpurt_pdl_supported(void) {
 }
 
 extern "C" void gk_pdl_set(int on) { dl_pdl_on = on != 0; }
+extern "C" int gk_pdl_get(void) { return dl_pdl_on; }
 extern "C" unsigned long long gk_pdl_launches(void) { return dl_pdl_n; }
 
 extern "C" int gpurt_device_count(void) {

@@ -5,8 +5,9 @@
  * DOTLM_GEMV (read once, at the first GEMV). Spec: comma-separated
  * key=value, or the words "default" and "v1" (the kernels before the
  * variants existed: fp8=f32,u=2,na=0,wpb=4,r1=0,rm=0,i8u=2,i8na=0,i8wpb=4,
- * i8r1=0,i8rm=0,loop=0,ring=0,i8ring=0; "default" is fp8=h2,u=0,na=1,wpb=4,
- * r1=0,rm=0,i8u=0,i8na=1,i8wpb=4,i8r1=0,i8rm=0,loop=0,ring=1,i8ring=0: fastest measured
+ * i8r1=0,i8rm=0,loop=0,ring=0,i8ring=0,i8ks=1; "default" is fp8=h2,u=0,na=1,
+ * wpb=4,r1=0,rm=0,i8u=0,i8na=1,i8wpb=4,i8r1=0,i8rm=0,loop=0,ring=1,i8ring=0,
+ * i8ks=1: fastest measured
  * end to end, see the comment at cfg_default). Keys:
  *   fp8=f32|f32s|h2|h2x|fold  fp8 widening (f32 = the original; f32s, fold:
  *                    e4m3 at M <= 2 only; h2x: e4m3, the 2^8 of h2 moved
@@ -34,6 +35,9 @@
  *   wpb=4|8          warps per block
  *   r1, rm=0|1|2|4   rows per warp at M = 1 / M > 1 (0: per format default)
  *   i8u, i8na, i8wpb, i8r1, i8rm   the same for the int8 W8A8 GEMV
+ *   i8ks=0|1|2|4     warps splitting K in the W8A8 register GEMV (0: by
+ *                    shape, see i8_ks in k_matmul_int8.cu; 1: none; 2, 4:
+ *                    forced; the same bits every way: exact int32 sums)
  * Not thread-safe: call between launches, from the thread that launches. */
 #pragma once
 #include <stddef.h>

@@ -403,7 +403,7 @@ __global__ void __launch_bounds__(GEMV_MAXT)
      * H200 (2026-11-30, fp8 Qwen3-8B decode at 512): 248.7 tok/s, against
      * 239.8 with a plain load-then-compute loop after the wait. */
     load(k0); /* weights only: before the wait for the kernel that made x */
-    dl_pdl_enter_after_group<U, R>(raw, k0, step, K, (uint32_t *)g.y, !g.silu); /* gate/up: see gv_go */
+    dl_pdl_enter_after_group<U, R>(raw, k0, step, K, (uint32_t *)g.y, !g.silu && !j.late); /* gate/up: see gv_go */
     for (;;) {
         compute(k0);
         k0 += step * U;
@@ -538,7 +538,7 @@ __global__ void __launch_bounds__(GEMV_MAXT)
 #pragma unroll
             for (int r = 0; r < R; r++) raw[u][r] = dl_ldw16<NA>(wp[r] + u * step * T::ES);
     /* chunk u loaded when u < nc */
-    dl_pdl_enter_after_group<U, R>(raw, 0, 1, nc, (uint32_t *)g.y, !g.silu); /* x is read only from here on */
+    dl_pdl_enter_after_group<U, R>(raw, 0, 1, nc, (uint32_t *)g.y, !g.silu && !j.late); /* x is read only from here on */
     float acc[R][MR];
     dl_gv_zero(acc);
     const float *xp = x + kl;   /* the group's first chunk in x row 0 */
@@ -726,12 +726,13 @@ static int g_ring_allow = 1;
 extern "C" unsigned long long gk_gemv_ring_launches(void) { return g_ring_n; }
 extern "C" void gk_gemv_ring_allow(int on) { g_ring_allow = on != 0; }
 int dl_ring_ok() { return g_ring_allow && gk_gemv_ring_supported(); }
-/* DOTLM_GEMV_TRIG=late: the ring kernels let the next kernel launch after
- * their K loop instead of after their PDL wait (same bits; see
- * dl_k_gemv_fa). */
-int dl_ring_late() {
+/* DOTLM_GEMV_TRIG=late (read once) or gk_gemv_trig_late(): see
+ * gpu_common.cuh (same bits either way). */
+static int g_trig_late = -1; /* -1: the environment's */
+extern "C" void gk_gemv_trig_late(int on) { g_trig_late = on < 0 ? -1 : on != 0; }
+int dl_gemv_late() {
     static const int v = dl_env_is("DOTLM_GEMV_TRIG", "late");
-    return v;
+    return g_trig_late >= 0 ? g_trig_late : v;
 }
 void dl_ring_note() { g_ring_n++; }
 /* DOTLM_GEMV_SPRE=0 (experiment, read once): the fp8 ring GEMV loads its
@@ -774,7 +775,7 @@ struct gv_knobs {
 #define GV_LOOP_MAXM 2
 
 static void cfg_v1(gv_knobs *k) { /* the kernels as they were before the variants */
-    k->c = dl_gemv_cfg{DL_FP8_F32, 2, 0, 4, 0, 0, 2, 0, 4, 0, 0, 0, 0};
+    k->c = dl_gemv_cfg{DL_FP8_F32, 2, 0, 4, 0, 0, 2, 0, 4, 0, 0, 0, 0, 1};
     k->loop = 0;
 }
 /* fp8: h2 in the first K loop. Measured on the H200 (2026-11-30, Qwen3-8B
@@ -783,9 +784,13 @@ static void cfg_v1(gv_knobs *k) { /* the kernels as they were before the variant
  * bandwidth on the bench shapes against 65/65/49% for loop=0). The fp8
  * weight ring is on (M = 1 GEMV 62/70/60% against 54/64/49%; decode 242.8
  * against 241.5 tok/s without it); the W8A8 ring is off (decode 255.3
- * against 259.4 tok/s, kernel alone 71/83/73% against 74/90/68%). */
+ * against 259.4 tok/s, kernel alone 71/83/73% against 74/90/68%), and so
+ * is the W8A8 K split (i8ks=1; H200, 2026-11-30: the kernel alone at 86.9 /
+ * 88.7 / 69.9% with the split by shape against 74.4 / 89.1 / 66.3%, but
+ * int8 Qwen3-8B decode at 512 257.4 / 262.2 tok/s with it against 271.2 /
+ * 271.6, and 259.2 / 260.0 with every weight over 2 warps). */
 static void cfg_default(gv_knobs *k) {
-    k->c = dl_gemv_cfg{DL_FP8_H2, 0, 1, 4, 0, 0, 0, 1, 4, 0, 0, 1, 0};
+    k->c = dl_gemv_cfg{DL_FP8_H2, 0, 1, 4, 0, 0, 0, 1, 4, 0, 0, 1, 0, 1};
     k->loop = 0;
 }
 
@@ -821,13 +826,13 @@ static int cfg_apply(gv_knobs *k, const char *spec) {
         char *end;
         long x = strtol(v, &end, 10);
         if (*end || end == v) return -1;
-        /* allowed values as bit masks: u 0 (auto)|2|4, na 0|1, wpb 4|8, rows 0 (default)|1|2|4, loop 0|1|2, ring 0|1|2 */
+        /* allowed values as bit masks: u 0 (auto)|2|4, na 0|1, wpb 4|8, rows and i8ks 0 (default)|1|2|4, loop 0|1|2, ring 0|1|2 */
         const unsigned U24 = 0x15, B01 = 0x3, W48 = 0x110, R = 0x17, L012 = 0x7;
         const struct { const char *k; int *p; unsigned ok; } tab[] = {
             {"u", &c->u, U24}, {"na", &c->na, B01}, {"wpb", &c->wpb, W48}, {"r1", &c->r1, R},
             {"rm", &c->rm, R}, {"i8u", &c->i8u, U24}, {"i8na", &c->i8na, B01}, {"i8wpb", &c->i8wpb, W48},
             {"i8r1", &c->i8r1, R}, {"i8rm", &c->i8rm, R}, {"loop", &k->loop, L012}, {"ring", &c->ring, L012},
-            {"i8ring", &c->i8ring, B01}};
+            {"i8ring", &c->i8ring, B01}, {"i8ks", &c->i8ks, R}};
         size_t i = 0;
         for (; i < sizeof tab / sizeof tab[0]; i++)
             if (!strcmp(key, tab[i].k)) break;
@@ -877,8 +882,9 @@ extern "C" void gk_gemv_tune_str(char *buf, size_t n) {
     const dl_gemv_cfg &c = k.c;
     static const char *f8[5] = {"f32", "h2", "fold", "f32s", "h2x"};
     snprintf(buf, n,
-             "fp8=%s,u=%d,na=%d,wpb=%d,r1=%d,rm=%d,i8u=%d,i8na=%d,i8wpb=%d,i8r1=%d,i8rm=%d,loop=%d,ring=%d,i8ring=%d",
-             f8[c.fp8], c.u, c.na, c.wpb, c.r1, c.rm, c.i8u, c.i8na, c.i8wpb, c.i8r1, c.i8rm, k.loop, c.ring, c.i8ring);
+             "fp8=%s,u=%d,na=%d,wpb=%d,r1=%d,rm=%d,i8u=%d,i8na=%d,i8wpb=%d,i8r1=%d,i8rm=%d,loop=%d,ring=%d,i8ring=%d,i8ks=%d",
+             f8[c.fp8], c.u, c.na, c.wpb, c.r1, c.rm, c.i8u, c.i8na, c.i8wpb, c.i8r1, c.i8rm, k.loop, c.ring, c.i8ring,
+             c.i8ks);
 }
 
 /* One float GEMV launch: the job's weights, the output pointers, M, knobs
@@ -952,7 +958,7 @@ static void gv_go(const gv_call &c) {
             /* a gate/up pair is followed by the down projection's GEMV, not by
              * a small kernel: it lets that one launch after its K loop (the
              * faster order between back-to-back GEMVs, see dl_k_gemv_fa) */
-            const int late = dl_ring_late() || (c.silu && !dl_silu_early());
+            const int late = j.late || (c.silu && !dl_silu_early());
             if (S == 3) {
                 /* 48 KiB of ring plus the epilogue's static array pass the default per-block limit */
                 static bool big = false;

@@ -13,7 +13,6 @@
 #include "gpu_common.cuh"
 
 #define I8_MAXT (8 * DL_WARP) /* threads per block at most (wpb 8) */
-int dl_ring_late(); /* k_matmul_float.cu (experiment: DOTLM_GEMV_TRIG=late) */
 
 static __device__ __forceinline__ float i8_epilogue(int acc, float xs, const gk_weight &w, int64_t n) {
     /* explicit roundings: no FMA contraction, so every path gives the same bits */
@@ -53,22 +52,25 @@ static __device__ __forceinline__ void i8_wrows(const dl_gv_sel &g, int n0, cons
 /* W8A8 GEMV over a job of 1..3 weights (dl_gv_job): a warp takes R rows,
  * blockDim.x / DL_WARP warps per block; each lane streams 16-byte weight
  * vectors (4 dp4a words; U per row in flight, NA = L1 no-allocate) against
- * all MR quantized rows. Integer sums are exact, so any R / U / NA / block
- * shape gives the same bits (and the same as the GEMM and the reference).
- * Epilogue as i8_epilogue. Tail rows recompute the last row, not stored. */
+ * all MR quantized rows. A weight's K may be split over g.ks warps of the
+ * block (lane chunks lane + 32 w + 32 ks c, as the float GEMV), whose int32
+ * warp sums are added through shared memory. Integer sums are exact, so any
+ * R / U / NA / ks / block shape gives the same bits (and the same as the
+ * GEMM and the reference). Epilogue as i8_epilogue. Tail rows recompute the
+ * last row, not stored. */
 template <int MR, int R, int U, int NA>
 __global__ void __launch_bounds__(I8_MAXT)
     dl_k_i8_gemv(const int8_t *__restrict__ xq, const float *__restrict__ xs, const dl_gv_job j, int kp, int spre) {
     const dl_gv_sel g = dl_gv_pick(j);
-    const dl_gv_at at = dl_gv_place(g, 1, R);
+    const dl_gv_at at = dl_gv_place(g, g.ks, R);
     const int lane = at.lane, n0 = at.n0;
-    if (n0 >= g.n) return;
+    if (g.ks == 1 && n0 >= g.n) return; /* split: every warp meets the epilogue's barrier (rows clamp) */
     const int K = (int)j.w[0].k; /* 32-bit index math in the hot loop */
     const int8_t *wrow[R];
     i8_wrows<R>(g, n0, wrow);
     int acc[R][MR];
     dl_gv_zero(acc);
-    const int step = DL_WARP * 16;
+    const int step = DL_WARP * g.ks * 16; /* a lane's chunks are step apart */
     /* two register buffers: the loads of the next group are issued before
      * the dp4a of the current one, so a warp keeps 2 * U * R vectors in
      * flight instead of stalling on each group's round trip */
@@ -96,7 +98,7 @@ __global__ void __launch_bounds__(I8_MAXT)
         }
     };
     const int kstep = step * U;
-    int k0 = lane * 16;
+    int k0 = (lane + DL_WARP * at.wks) * 16;
     load(wa, k0); /* weights only: before the wait for the kernel that made xq */
     const gk_weight &w0 = j.w[0];
     /* spre: the rows' scales and bias too (no kernel writes them), so the
@@ -114,7 +116,7 @@ __global__ void __launch_bounds__(I8_MAXT)
         for (int r = 0; r < R; r++) dep ^= __float_as_uint(rs[r]) ^ __float_as_uint(rb[r]);
         if (blockDim.x == 0u) *(uint32_t *)g.y = dep; /* never: keeps the loads above the wait below */
     }
-    dl_pdl_enter_after_group<U, R>(wa, k0, step, K, (uint32_t *)g.y);
+    dl_pdl_enter_after_group<U, R>(wa, k0, step, K, (uint32_t *)g.y, !j.late);
     while (k0 < K) { /* two groups per trip, so the buffers swap without copies */
         load(wb, k0 + kstep);
         dot(wa, k0);
@@ -124,14 +126,38 @@ __global__ void __launch_bounds__(I8_MAXT)
         dot(wb, k0);
         k0 += kstep;
     }
+    /* the warp sums; with a K split, the ks warps' sums in warp order */
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int m = 0; m < MR; m++)
+            for (int o = DL_WARP / 2; o > 0; o >>= 1) acc[r][m] += dl_shfl_xor_i(acc[r][m], o);
+    if (g.ks > 1) {
+        __shared__ int red[I8_MAXT / DL_WARP][R * MR];
+        const int wid = threadIdx.x / DL_WARP;
+        if (lane == 0)
+#pragma unroll
+            for (int r = 0; r < R; r++)
+#pragma unroll
+                for (int m = 0; m < MR; m++) red[wid][r * MR + m] = acc[r][m];
+        __syncthreads();
+        if (at.wks) return;
+#pragma unroll
+        for (int r = 0; r < R; r++)
+#pragma unroll
+            for (int m = 0; m < MR; m++) {
+                int v = red[wid][r * MR + m];
+                for (int w = 1; w < g.ks; w++) v += red[wid + w][r * MR + m];
+                acc[r][m] = v;
+            }
+    }
 #pragma unroll
     for (int r = 0; r < R; r++) {
         const int n = n0 + r;
         const float sr = spre ? rs[r] : n < g.n ? dl_gv_rowscale(w0.scale_kind, g.scale, n) : 0.0f;
 #pragma unroll
         for (int m = 0; m < MR; m++) {
-            int v = acc[r][m];
-            for (int o = DL_WARP / 2; o > 0; o >>= 1) v += dl_shfl_xor_i(v, o);
+            const int v = acc[r][m];
             if (lane == 0 && n < g.n) {
                 /* as i8_epilogue, with the picked weight's scale and bias */
                 const float t = __fmul_rn(__fmul_rn((float)v, xs[m]), sr);
@@ -329,10 +355,35 @@ struct i8_call {
     dl_gemv_cfg cfg;
 };
 
+/* Warps splitting a weight's K in the register GEMV (none while
+ * gk_int8_ksplit_allow(0), the cuda.int8_gemv_ksplit switch; knob i8ks: 1, 2 or 4
+ * forced, for tests and A/B; 0 = by shape): as the 16-bit float GEMV,
+ * weights with fewer than DOTLM_I8_KSMAXN (default 8192) rows split K over
+ * 4 warps when each lane still gets >= 4 chunks of 16 bytes, else over 2
+ * when it gets >= 4 at 2, else not (more warps streaming a weight whose
+ * rows alone leave the GPU half idle). Any split gives the same bits
+ * (exact int32 sums). */
+static unsigned long long g_i8ks_n = 0; /* launches with a split weight */
+static int g_i8ks_allow = 1;
+extern "C" unsigned long long gk_int8_ksplit_launches(void) { return g_i8ks_n; }
+extern "C" void gk_int8_ksplit_allow(int on) { g_i8ks_allow = on != 0; }
+static int i8_ks(const gk_weight &w, int knob) {
+    const int64_t chunks = DL_CDIV(w.k, (int64_t)DL_WARP * 16); /* per lane, unsplit */
+    if (!g_i8ks_allow) return 1;
+    if (knob) return knob;
+    static const int maxn = dl_env_int("DOTLM_I8_KSMAXN", 8192);
+    if (w.n >= maxn) return 1;
+    return chunks >= 16 ? 4 : chunks >= 8 ? 2 : 1;
+}
+
 template <int MR, int R, int U, int NA>
 static void i8_go(const i8_call &c) {
     dl_gv_job j;
-    const unsigned grid = dl_gv_job_make(&j, c.w, c.y, c.count, c.cfg.i8wpb, R, nullptr);
+    int kss[GK_MULTI_MAX] = {1, 1, 1};
+    int split = 0;
+    for (int i = 0; i < c.count; i++) split |= (kss[i] = i8_ks(c.w[i], c.cfg.i8ks)) > 1;
+    g_i8ks_n += split;
+    const unsigned grid = dl_gv_job_make(&j, c.w, c.y, c.count, c.cfg.i8wpb, R, kss);
     dl_launch(dl_k_i8_gemv<MR, R, U, NA>, grid, c.cfg.i8wpb * DL_WARP, 0, c.st, c.xq, c.xs, j, c.kp, i8_spre());
 }
 
@@ -349,7 +400,7 @@ static void i8_ring(const i8_call &c) {
     const unsigned grid = dl_gv_job_make(&j, c.w, c.y, c.count, c.cfg.i8wpb, R, kss);
     const size_t smem = (size_t)2 * R * c.cfg.i8wpb * DL_WARP * sizeof(uint4); /* <= 32 KiB */
     dl_ring_note();
-    dl_launch(dl_k_i8_gemv_fa<MR, R>, grid, c.cfg.i8wpb * DL_WARP, smem, c.st, c.xq, c.xs, j, c.kp, ks, dl_ring_late());
+    dl_launch(dl_k_i8_gemv_fa<MR, R>, grid, c.cfg.i8wpb * DL_WARP, smem, c.st, c.xq, c.xs, j, c.kp, ks, j.late);
 }
 
 /* Knobs -> template: U = 4 only at M <= 2 (auto: when R = 1); R = 1 only at
