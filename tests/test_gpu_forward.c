@@ -122,14 +122,15 @@ static void one(const char *dir, dl_backend *gpu, uint64_t *rs) {
 
     kreg_disable(GN ".add_rmsnorm," GN ".qk_rope_kv," GN ".matmul.multi.gemv," GN ".matmul.int8.multi.gemv,"
                 GN ".norm_actq," GN ".silu_actq," GN ".pdl," GN ".gemv_ring," GN ".int8_gemv_ksplit," GN ".gate_up_silu,"
-                GN ".attention.qk_rope," GN ".attention.warm," GN ".norm_prewait");
+                GN ".attention.qk_rope," GN ".attention.warm," GN ".attention.combine_wide," GN ".norm_prewait");
     kreg_reset_counts();
     CHECKF(run_all(m, toks, plain, &n3) == 0, "%s unfused: %s", dir, dl_errmsg());
     CHECK(kreg_count(GN ".qk_rope_kv") == 0 && kreg_count(GN ".add_rmsnorm") == 0 && kreg_count(GN ".pdl") == 0 &&
           kreg_count(GN ".silu_actq") == 0 && kreg_count(GN ".gemv_ring") == 0 &&
           kreg_count(GN ".int8_gemv_ksplit") == 0 &&
           kreg_count(GN ".gate_up_silu") == 0 && kreg_count(GN ".attention.qk_rope") == 0 &&
-          kreg_count(GN ".attention.warm") == 0 && kreg_count(GN ".norm_prewait") == 0);
+          kreg_count(GN ".attention.warm") == 0 && kreg_count(GN ".attention.combine_wide") == 0 &&
+          kreg_count(GN ".norm_prewait") == 0);
     CHECKF(n1 == n3 && memcmp(fast, plain, n1 * V * 4) == 0, "%s: fused != separate kernels (bitwise)", dir);
     kreg_reset_switches();
     printf("%s: %zu logit rows, fast == no-graph == unfused without PDL or ring (PDL launches counted: %s; ring: "
@@ -175,7 +176,7 @@ static void one_qk(const char *dir, dl_backend *gpu) {
     kreg_reset_switches();
     kreg_disable(GN ".add_rmsnorm," GN ".qk_rope_kv," GN ".matmul.multi.gemv," GN ".matmul.int8.multi.gemv,"
                 GN ".norm_actq," GN ".silu_actq," GN ".pdl," GN ".gemv_ring," GN ".int8_gemv_ksplit," GN ".gate_up_silu,"
-                GN ".attention.qk_rope," GN ".attention.warm," GN ".norm_prewait");
+                GN ".attention.qk_rope," GN ".attention.warm," GN ".attention.combine_wide," GN ".norm_prewait");
     kreg_reset_counts();
     CHECKF(run_all(m, toks, plain, &n2) == 0, "%s qk unfused: %s", dir, dl_errmsg());
     CHECK(kreg_count(GN ".attention.qk_rope") == 0);

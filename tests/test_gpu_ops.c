@@ -423,37 +423,50 @@ static void attn_tiled(cache *cg, int nh, int nt, float *dq, float *dout, float 
     kreg_reset_switches();
 }
 
-/* GPU split attention on the current batch twice, each into a poisoned
- * (NaN) dout: with the fused combine (the last segment block merges; main
- * opts in with DOTLM_GPU_ATTN_FUSE=1) and with GN ".attention.fused_combine"
- * off (combine kernel).
- * The two outputs must be bitwise equal (and equal og, the default
- * dispatch's output); the fused counter must move in the first run when a
- * row has several segments (multi: some pos >= 64, so maxlen > 64) and
- * never in the second. The poison also catches a fused launch that left
- * its arrival counters non-zero (the next one would skip the merge). */
-static void attn_fused_check(cache *cg, int nh, int nt, int multi, float *dq, float *dout, const float *og) {
+/* GPU split attention on the current batch three times, each into a
+ * poisoned (NaN) dout: with the fused combine (the last segment block
+ * merges; main opts in with DOTLM_GPU_ATTN_FUSE=1), with GN
+ * ".attention.fused_combine" off (combine kernel, its loads batched), and
+ * with GN ".attention.combine_wide" off too (the combine's previous form).
+ * Each pass begins the batch anew: the backend reads the switches at
+ * begin() (before, the second pass ran the fused merge again, uncounted).
+ * The outputs must be bitwise equal (and equal og, the default dispatch's
+ * output); when a row has several segments (multi: some pos >= 64, so
+ * maxlen > 64) the fused counter must move in the first run and the
+ * combine_wide one in the second; neither may when switched off. The poison
+ * also catches a fused launch that left its arrival counters non-zero (the
+ * next one would skip the merge). */
+static void attn_fused_check(cache *cg, const dl_batch *b, int nh, int multi, float *dq, float *dout,
+                             const float *og) {
+    const int nt = b->ntok;
     const int hd = cg->kv.head_dim;
     const size_t n = (size_t)nt * nh * hd;
     const float sc = 1.0f / sqrtf((float)hd);
-    float *poison = malloc(n * 4), *of = malloc(n * 4), *oc = malloc(n * 4);
+    float *poison = malloc(n * 4), *of = malloc(n * 4), *oc = malloc(n * 4), *on = malloc(n * 4);
     memset(poison, 0xff, n * 4);
-    for (int pass = 0; pass < 2; pass++) {
-        if (pass) kreg_disable(GN ".attention.fused_combine");
+    for (int pass = 0; pass < 3; pass++) {
+        if (pass == 1) kreg_disable(GN ".attention.fused_combine");
+        if (pass == 2) kreg_disable(GN ".attention.fused_combine," GN ".attention.combine_wide");
+        /* the backend reads these switches at begin() (they are part of its graph keys) */
+        CHECK(gpu->begin(gpu, b, &cg->kv) == 0);
         kreg_reset_counts();
         gpu->from_host(gpu, dout, poison, n * 4);
         gpu->attention(gpu, dout, dq, &cg->kv, 0, nh, sc);
-        dget(pass ? oc : of, dout, n);
-        const uint64_t nf = kreg_count(GN ".attention.fused_combine");
+        dget(pass == 0 ? of : pass == 1 ? oc : on, dout, n);
+        const uint64_t nf = kreg_count(GN ".attention.fused_combine"), nw = kreg_count(GN ".attention.combine_wide");
         CHECKF(kreg_count(GN ".attention.split") == 1, "split attention not used (nt=%d hd=%d pass %d)", nt, hd, pass);
         if (pass) CHECKF(nf == 0, "fused combine counted while switched off (nt=%d hd=%d)", nt, hd);
         else if (multi) CHECKF(nf > 0, "fused combine not counted (nt=%d hd=%d)", nt, hd);
+        if (pass == 2) CHECKF(nw == 0, "wide combine counted while switched off (nt=%d hd=%d)", nt, hd);
+        if (pass == 1 && multi) CHECKF(nw > 0, "wide combine not counted (nt=%d hd=%d)", nt, hd);
     }
     kreg_reset_switches();
     CHECKF(!memcmp(of, oc, n * 4), "fused vs combine kernel not bitwise equal (nt=%d nh=%d hd=%d %s)", nt, nh, hd,
            dt_name(cg->kv.dtype));
+    CHECKF(!memcmp(on, oc, n * 4), "wide vs previous combine not bitwise equal (nt=%d nh=%d hd=%d %s)", nt, nh, hd,
+           dt_name(cg->kv.dtype));
     CHECKF(!memcmp(of, og, n * 4), "fused split attention differs from the first run (nt=%d hd=%d)", nt, hd);
-    free(poison), free(of), free(oc);
+    free(poison), free(of), free(oc), free(on);
 }
 
 /* History: seq 1 positions 0..36, seq 2 positions 0..99 (written by kv_write
@@ -592,7 +605,7 @@ static void test_attention_long(int nh, int nkv, int hd, dl_dtype dt) {
         if (nt > 8) continue;
         int multi = 0; /* a row with several 64-position segments */
         for (int i = 0; i < nt; i++) multi |= pos[i] >= 64;
-        attn_fused_check(&cg, nh, nt, multi, dq, dout, og);
+        attn_fused_check(&cg, &b, nh, multi, dq, dout, og);
         for (int i = 0; i < nt; i++) {
             const int r = brow[bi][i];
             if (!have[r]) {

@@ -52,6 +52,9 @@ static kreg_kernel K_ATT_SPLIT = KREG_KERNEL(KN("attention.split"), "split-KV de
 static kreg_kernel K_ATT_FUSE =
     KREG_KERNEL(KN("attention.fused_combine"), "split-KV decode whose last segment block merges the segments, no "
                                                "combine launch (opt-in: DOTLM_GPU_ATTN_FUSE=1)");
+static kreg_kernel K_ATT_CW =
+    KREG_KERNEL(KN("attention.combine_wide"), "split-KV decode combine launches issuing each merge pass's loads "
+                                              "together (same bits; off: one thread sums the weights' total)");
 static kreg_kernel K_ATT_TILED = KREG_KERNEL(KN("attention.tiled"), "tiled causal GQA attention");
 static kreg_kernel K_EMBED = KREG_KERNEL(KN("embed"), "");
 static kreg_kernel K_RMS = KREG_KERNEL(KN("rmsnorm"), "");
@@ -82,7 +85,7 @@ static kreg_kernel K_NORM_PRE =
 static kreg_kernel K_RING = KREG_KERNEL(KN("gemv_ring"), "fp8 and W8A8 GEMV launches whose weights stream through a "
                                                          "shared-memory ring (cp.async, sm_80+); off: the register loops");
 static kreg_kernel K_I8KS = KREG_KERNEL(KN("int8_gemv_ksplit"), "W8A8 GEMV launches with a weight's K split over 2 "
-                                                                "or 4 warps (weights under 8192 rows; exact int32 "
+                                                                "or 4 warps (opt-in: DOTLM_GEMV=i8ks=0; exact int32 "
                                                                 "sums, same bits); off: one warp per row group");
 static kreg_kernel K_PDL = KREG_KERNEL(KN("pdl"), "launches that may start before the kernel ahead ends (programmatic "
                                                   "dependent launch, sm_90+); GEMVs stream weights meanwhile");
@@ -115,6 +118,7 @@ typedef struct {
     int maxlen;       /* max over the batch of pos + 1 */
     int att_fuse_opt; /* DOTLM_GPU_ATTN_FUSE=1: the fused attention combine is opted in */
     int fuse_att;     /* opted in and cuda.attention.fused_combine on, at begin() (part of graph keys) */
+    int att_cw;       /* cuda.attention.combine_wide on, at begin() (part of graph keys) */
     int gu_silu;      /* cuda.gate_up_silu at begin() (part of graph keys) */
     int att_warm_opt; /* DOTLM_GPU_ATTN_WARM=1: the early K/V loads of the decode attention are opted in */
     int att_warm;     /* opted in, cuda.attention.warm on and every token of the batch of its own sequence, at
@@ -416,6 +420,7 @@ static int gpu_begin(dl_backend *be, const dl_batch *b, const dl_kvcache *kv) {
      * an atomic on the critical path, where the combine kernel's blocks
      * merge one head each) */
     g->fuse_att = g->att_fuse_opt && kreg_enabled(&K_ATT_FUSE);
+    g->att_cw = kreg_enabled(&K_ATT_CW);
     g->gu_silu = kreg_enabled(&K_GU_SILU);
     /* opt-in: measured slower in decode (H200, 2026-11-30, Qwen3-8B at 512, one
      * run: fp8 247.6 tok/s with it, 254.3 without; bf16 183.0 / 192.0; with PDL
@@ -735,7 +740,7 @@ static gk_attn att_desc(gpu_impl *g, const dl_kvcache *kv, int layer, int nh, fl
     return (gk_attn){.ntok = g->ntok, .nh = nh, .nkv = kv->n_kv_heads, .hd = kv->head_dim, .bs = kv->block_size,
                      .mbps = kv->max_blocks_per_seq, .maxlen = g->maxlen, .kv_f16 = kv->dtype == DT_F16,
                      .scale = scale, .kc = kv->k[layer], .vc = kv->v[layer], .seq = d_seq(g), .pos = d_pos(g),
-                     .btab = g->d_btab, .fuse = g->fuse_att};
+                     .btab = g->d_btab, .fuse = g->fuse_att, .cwide = g->att_cw};
 }
 
 /* The split-KV decode launch of *a (workspace grown first), counted:
@@ -753,6 +758,7 @@ static void att_split(gpu_impl *g, float *out, const float *q, gk_attn *a, const
         TIMED(g, &K_ATT_SPLIT, fused = gk_attn_split(g->stream, out, q, a, g->wsa));
     }
     if (fused) (void)use(g, &K_ATT_FUSE);
+    else if (ws && a->cwide) (void)use(g, &K_ATT_CW); /* several segments: the combine kernel ran */
 }
 
 /* out[ntok, nh * hd] = causal GQA attention of q over the cache positions
@@ -955,6 +961,7 @@ static int gpu_graph_begin(dl_backend *be, uint64_t key) {
     key ^= (uint64_t)g->ring * 0x165667B19E3779F9ull; /* so is the GEMV kernel chosen */
     key ^= (uint64_t)g->i8ks * 0x9FB21C651E98DF25ull; /* and its grid */
     key ^= (uint64_t)g->fuse_att * 0x27D4EB2F165667C5ull; /* and the launches the fusions leave out */
+    key ^= (uint64_t)g->att_cw * 0xD6E8FEB86659FD93ull;
     key ^= (uint64_t)g->gu_silu * 0x94D049BB133111EBull;
     key ^= (uint64_t)g->att_qk * 0xBF58476D1CE4E5B9ull;
     key ^= (uint64_t)g->att_warm * 0xD6E8FEB86659FD93ull;

@@ -182,6 +182,8 @@ typedef struct {
     const int32_t *seq, *pos, *btab;
     int fuse; /* 1: no combine launch: the last segment block of each (token, KV head x head chunk) merges
                * the segments (same bits as the combine kernel) */
+    int cwide; /* 1: the combine kernel issues each pass's loads together (cuda.attention.combine_wide;
+                * 0: its previous form; same bits) */
     int warm; /* 1 (split kernel): every token of the batch is of its own sequence, so the cache rows of
                * positions < pos were written by earlier forwards: each block loads its rows of those
                * into L1 before its PDL wait (same results) */

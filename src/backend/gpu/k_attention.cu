@@ -264,22 +264,45 @@ static __device__ __forceinline__ float da_ldp(const float *p) {
  * memory: sw [nv * DC_T] (the chunk's weights), sacc [nv * P * hd] (slice
  * partials, <= nv * DC_T), sml [2 * nv] (M, L); the caller guarantees no
  * thread still uses them; the first access follows a __syncthreads. n >= 1.
- * EU: slice elements a thread works on together (speed only). */
-template <int EU>
+ * EU: slice elements a thread works on together (speed only).
+ * WIDE (EU = 1: the combine kernel unless cuda.attention.combine_wide is
+ * off): a merge is a chain of dependent passes, each an L2 round trip, so
+ * each pass issues its loads together:
+ * M with 8 loads per lane in flight; L by warp v % nw for vector v, every
+ * lane loading its 8 of the chunk's l_s at once, then the one sequential
+ * fmaf chain above run on every lane (values broadcast by shuffles); the
+ * slices with UI = 32 segments per element loaded before their FMAs (one
+ * round trip up to 32 P segments, 4096 positions at hd = 128). Not WIDE
+ * (the fused merge, whose registers the wide form raises from 128 to 151
+ * in dl_k_attn_dec, and the switch's way back): thread v sums L from
+ * global memory (8 loads in flight), the slices load in their FMA loop;
+ * the combine kernel so took 26.5 us after 4096 positions (H200,
+ * 2026-11-30, ncu, caches flushed). The same arithmetic, so the same bits,
+ * either way. */
+template <int EU, bool WIDE>
 static __device__ __forceinline__ void da_merge(float *__restrict__ out, const float *wml, const float *wo,
                                                 int64_t vec0, int nv, int n, int nseg, int hd, float *sw,
                                                 float *sacc, float *sml) {
+    static_assert(!WIDE || EU == 1, "the wide merge takes one slice element per thread");
     const int P = DC_T / hd, PH = P * hd;
     const int lane = threadIdx.x % DL_WARP, wid = threadIdx.x / DL_WARP, nw = blockDim.x / DL_WARP;
-    /* M per vector: one warp per vector (max is order-free) */
+    /* M per vector: one warp per vector (max is order-free); L starts at 0 */
     for (int v = wid; v < nv; v += nw) {
         const float *ml = wml + (vec0 + v) * nseg * 2;
         float mx = -INFINITY;
-        for (int s = lane; s < n; s += DL_WARP) mx = fmaxf(mx, da_ldp(ml + 2 * s));
+        if constexpr (WIDE) { /* 8 loads in flight */
+#pragma unroll 8
+            for (int s = lane; s < n; s += DL_WARP) mx = fmaxf(mx, da_ldp(ml + 2 * s));
+        } else {
+            for (int s = lane; s < n; s += DL_WARP) mx = fmaxf(mx, da_ldp(ml + 2 * s));
+        }
         mx = dl_warp_max(mx);
-        if (lane == 0) sml[v] = mx;
+        if (lane == 0) {
+            sml[v] = mx;
+            if (WIDE) sml[nv + v] = 0.0f;
+        }
     }
-    float L = 0.0f; /* thread v < nv: L of vector v */
+    float Lr = 0.0f; /* fused merge: thread v < nv, L of vector v */
     for (int s0 = 0; s0 < n; s0 += DC_T) {
         const int cnt = min(DC_T, n - s0);
         __syncthreads(); /* M is ready; the previous chunk's weights are consumed */
@@ -289,17 +312,40 @@ static __device__ __forceinline__ void da_merge(float *__restrict__ out, const f
             sw[v * DC_T + i] = ms == M ? 1.0f : exp2f(ms - M);
         }
         __syncthreads();
-        if ((int)threadIdx.x < nv) {
-            const float *ml = wml + ((vec0 + threadIdx.x) * nseg + s0) * 2 + 1, *w = sw + threadIdx.x * DC_T;
+        /* L of vector v. Combine kernel (EU = 1): by warp v % nw, running
+         * value in sml[nv + v], the chunk's l_s loaded by all lanes at once
+         * (lane + 32 c), then L = fmaf(l_s, w_s, L) in segment order on every
+         * lane. Fused merge: by thread v (in Lr) from global memory. The
+         * same chain either way. */
+        if constexpr (!WIDE) {
+            if ((int)threadIdx.x < nv) {
+                const float *ml = wml + ((vec0 + threadIdx.x) * nseg + s0) * 2 + 1, *w = sw + threadIdx.x * DC_T;
 #pragma unroll 8
-            for (int i = 0; i < cnt; i++) L = fmaf(da_ldp(ml + 2 * i), w[i], L);
+                for (int i = 0; i < cnt; i++) Lr = fmaf(da_ldp(ml + 2 * i), w[i], Lr);
+            }
+        } else for (int v = wid; v < nv; v += nw) {
+            const float *ml = wml + ((vec0 + v) * nseg + s0) * 2 + 1, *w = sw + v * DC_T;
+            constexpr int LC = DC_T / DL_WARP; /* l_s per lane */
+            float lv[LC];
+#pragma unroll
+            for (int c = 0; c < LC; c++) lv[c] = lane + c * DL_WARP < cnt ? da_ldp(ml + 2 * (lane + c * DL_WARP)) : 0.0f;
+            float L = sml[nv + v];
+#pragma unroll
+            for (int c = 0; c < LC; c++) {
+                if (c * DL_WARP >= cnt) break;
+                for (int i = 0; i < DL_WARP; i++) {
+                    const float ls = dl_shfl(lv[c], i);
+                    if (c * DL_WARP + i < cnt) L = fmaf(ls, w[c * DL_WARP + i], L);
+                }
+            }
+            if (lane == 0) sml[nv + v] = L;
         }
         /* slice partials: EU elements e per thread at a time (the fused
          * merge: 8 per thread at Qwen3-8B's shape; the combine kernel: 1)
-         * and UI segments of each (8 for EU = 1), so that their loads are in
-         * flight together; each e still takes its segments j, j + P, ... in
-         * order */
-        constexpr int UI = EU == 1 ? 8 : 2;
+         * and UI segments of each (32 for EU = 1), so that their loads are
+         * in flight together; each e still takes its segments j, j + P, ...
+         * in order */
+        constexpr int UI = WIDE ? 32 : EU == 1 ? 8 : 2;
         for (int e0 = threadIdx.x; e0 < nv * PH; e0 += EU * blockDim.x) {
             float acc[EU];
             const float *op[EU], *wv[EU];
@@ -314,19 +360,38 @@ static __device__ __forceinline__ void da_merge(float *__restrict__ out, const f
                 jj[u] = in ? j : cnt; /* out of range: no term */
                 acc[u] = in && s0 > 0 ? sacc[e] : -0.0f;
             }
-#pragma unroll UI
-            for (int i = 0; i < cnt; i += P)
+            /* combine kernel: UI segments per element, all loads (predicated,
+             * no branch), then the FMAs in segment order; the fused merge:
+             * the loads in the FMA loop. The same chain either way. */
+            if constexpr (WIDE) {
+                for (int i0 = 0; i0 < cnt; i0 += P * UI) {
+                    float ov[UI];
 #pragma unroll
-                for (int u = 0; u < EU; u++) {
-                    const int ii = i + jj[u];
-                    if (ii < cnt) acc[u] = fmaf(da_ldp(op[u] + (int64_t)ii * hd), wv[u][ii], acc[u]);
+                    for (int k = 0; k < UI; k++) {
+                        const int ii = i0 + k * P + jj[0];
+                        ov[k] = ii < cnt ? da_ldp(op[0] + (int64_t)ii * hd) : 0.0f;
+                    }
+#pragma unroll
+                    for (int k = 0; k < UI; k++) {
+                        const int ii = i0 + k * P + jj[0];
+                        if (ii < cnt) acc[0] = fmaf(ov[k], wv[0][ii], acc[0]);
+                    }
                 }
+            } else {
+#pragma unroll UI
+                for (int i = 0; i < cnt; i += P)
+#pragma unroll
+                    for (int u = 0; u < EU; u++) {
+                        const int ii = i + jj[u];
+                        if (ii < cnt) acc[u] = fmaf(da_ldp(op[u] + (int64_t)ii * hd), wv[u][ii], acc[u]);
+                    }
+            }
 #pragma unroll
             for (int u = 0; u < EU; u++)
                 if (e0 + u * (int)blockDim.x < nv * PH) sacc[e0 + u * blockDim.x] = acc[u];
         }
     }
-    if ((int)threadIdx.x < nv) sml[nv + threadIdx.x] = L;
+    if (!WIDE && (int)threadIdx.x < nv) sml[nv + threadIdx.x] = Lr;
     __syncthreads();
     for (int e = threadIdx.x; e < nv * hd; e += blockDim.x) {
         const int v = e / hd, d = e - v * hd;
@@ -681,13 +746,14 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
     if (!slast) return;
     __threadfence(); /* acquire: the other blocks' partials */
     if (threadIdx.x == 0) *c = 0; /* every block of the group has counted */
-    da_merge<DA_EU>(out, wml, wo, (int64_t)t * a.nh + h0, gb, nact, nseg, hd, so, so + gb * DC_T, sm);
+    da_merge<DA_EU, false>(out, wml, wo, (int64_t)t * a.nh + h0, gb, nact, nseg, hd, so, so + gb * DC_T, sm);
 }
 
 /* out[vec] = sum_s O_s 2^(m_s - M) / sum_s L_s 2^(m_s - M) over the row's
  * segments s < pos / SEG + 1 (da_merge, which documents the order). One
  * block per (token, head); the reference for the fused merge in
  * dl_k_attn_dec (same function, same bits). */
+template <bool WIDE>
 __global__ void __launch_bounds__(DC_T)
     dl_k_attn_combine(float *__restrict__ out, const float *__restrict__ wml, const float *__restrict__ wo,
                       gk_attn a, int nseg) {
@@ -696,7 +762,7 @@ __global__ void __launch_bounds__(DC_T)
     const int64_t vec = blockIdx.x;
     const int t = (int)(vec / a.nh);
     const int n = min(a.pos[t] / GK_ATTN_SEG + 1, nseg);
-    da_merge<1>(out, wml, wo, vec, 1, n, nseg, a.hd, sw, sacc, sml);
+    da_merge<1, WIDE>(out, wml, wo, vec, 1, n, nseg, a.hd, sw, sacc, sml);
 }
 
 /* ------------------------------------------------------------------------
@@ -830,8 +896,8 @@ static int da_split(cudaStream_t st, float *out, const float *q, const gk_attn *
         else da_launch_gm<0, 4>(st, out, q, a, &c, nseg, w, cnt, qk);
     }
     if (nseg > 1 && !fused)
-        dl_launch(dl_k_attn_combine, (unsigned)((int64_t)a->ntok * a->nh), DC_T, 0, st, out, w,
-                  w + (size_t)a->ntok * a->nh * nseg * 2, *a, nseg);
+        dl_launch(a->cwide ? dl_k_attn_combine<true> : dl_k_attn_combine<false>, (unsigned)((int64_t)a->ntok * a->nh),
+                  DC_T, 0, st, out, w, w + (size_t)a->ntok * a->nh * nseg * 2, *a, nseg);
     return fused;
 }
 
