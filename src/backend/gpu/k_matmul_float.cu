@@ -788,9 +788,14 @@ static void cfg_v1(gv_knobs *k) { /* the kernels as they were before the variant
  * is the W8A8 K split (i8ks=1; H200, 2026-11-30: the kernel alone at 86.9 /
  * 88.7 / 69.9% with the split by shape against 74.4 / 89.1 / 66.3%, but
  * int8 Qwen3-8B decode at 512 257.4 / 262.2 tok/s with it against 271.2 /
- * 271.6, and 259.2 / 260.0 with every weight over 2 warps). */
+ * 271.6, and 259.2 / 260.0 with every weight over 2 warps). The W8A8
+ * GEMV takes 2 rows per warp at M = 1 (i8r1=2, U = 2; the per-format
+ * default, kept by v1, is 1 row with U = 4): H200, 2026-11-30, int8
+ * Qwen3-8B decode at 512 288.1 / 285.8 tok/s against 267.0 / 270.9, the
+ * kernel alone in a late-trigger chain 93.0 / 88.6 / 78.2% of the copy
+ * bandwidth against 78.4 / 89.7 / 63.3% (bench/h200-2026-11-30g/run8). */
 static void cfg_default(gv_knobs *k) {
-    k->c = dl_gemv_cfg{DL_FP8_H2, 0, 1, 4, 0, 0, 0, 1, 4, 0, 0, 1, 0, 1};
+    k->c = dl_gemv_cfg{DL_FP8_H2, 0, 1, 4, 0, 0, 0, 1, 4, 2, 0, 1, 0, 1};
     k->loop = 0;
 }
 
