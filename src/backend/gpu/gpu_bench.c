@@ -674,8 +674,8 @@ int main(int argc, char **argv) {
            copy_bw / 1e9);
     printf("GEMV settings: %s\n", cur_cfg);
     printf("kernel alone, back to back on rotating weight copies: PDL chain with the trigger after the wait (the\n"
-           "decode default), with it late (late: after the K loop / at the end, as a GEMV followed by a GEMV), and\n"
-           "plain launches (no PDL)\n");
+           "decode default), with it late (late: after the K loop / at the end, as a GEMV followed by a GEMV; the\n"
+           "rings and the W8A8 GEMV only, the float register loops always trigger early), and plain launches (no PDL)\n");
     printf("%-10s %-11s %2s %9s %7s %9s %7s %7s %7s  %-26s %s\n", "format", "n x k", "M", "GB/s", "%copy", "kern GB/s",
            "%copy", "late", "plain", "kernel", "variant");
     for (int i = 0; i < nrows; i++)

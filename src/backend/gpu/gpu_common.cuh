@@ -381,7 +381,7 @@ struct dl_gv_job {
     unsigned b1, b2;
     unsigned bk_magic; /* WS_BLOCK: ceil(2^32 / bk), so kk / bk = umulhi(kk, bk_magic) for kk * bk < 2^32; else 0 */
     float *silu;       /* float GEMV gate/up pair (gk_gemv_silu): w[0] gate, w[1] up, silu[m, n] written; else NULL */
-    int late;          /* PDL: no early trigger, the next kernel launches when this grid ends (dl_gemv_late) */
+    int late;          /* PDL (the rings, the W8A8 register GEMV): no early trigger (dl_gemv_late) */
 };
 /* What one block needs of its weight: picked field by field with constant
  * parameter indices (a dynamic index would copy the job to local memory). */
@@ -440,9 +440,13 @@ static __device__ __forceinline__ float dl_gv_rowscale(int scale_kind, const flo
     return 1.0f;
 }
 /* Host (k_matmul_float.cu): 1 when the GEMVs let the next kernel launch
- * (PDL) only after their K loop (or, the register loops, when their grid
- * ends) instead of right after their wait: DOTLM_GEMV_TRIG=late, or
- * gk_gemv_trig_late(1). Faster between back-to-back GEMVs (the next grid's
+ * (PDL) only after their K loop (the fp8 and W8A8 rings) or when their
+ * grid ends (the W8A8 register GEMV) instead of right after their wait:
+ * DOTLM_GEMV_TRIG=late, or gk_gemv_trig_late(1). The float register loops
+ * always trigger after their wait (but the gate/up pair): testing j.late
+ * there left their SASS loop unchanged but made the bf16 M = 1 GEMV ~4%
+ * slower in the same run (H200, 2026-11-30: 83.9 / 87.7 / 75.6% of the
+ * copy bandwidth against 87.2 / 92.4 / 79.3%). Faster between back-to-back GEMVs (the next grid's
  * blocks do not take SM slots early), slower in a decode step, where a
  * small kernel follows; the engine's gate/up launch always triggers late
  * (a GEMV follows it). */

@@ -403,7 +403,7 @@ __global__ void __launch_bounds__(GEMV_MAXT)
      * H200 (2026-11-30, fp8 Qwen3-8B decode at 512): 248.7 tok/s, against
      * 239.8 with a plain load-then-compute loop after the wait. */
     load(k0); /* weights only: before the wait for the kernel that made x */
-    dl_pdl_enter_after_group<U, R>(raw, k0, step, K, (uint32_t *)g.y, !g.silu && !j.late); /* gate/up: see gv_go */
+    dl_pdl_enter_after_group<U, R>(raw, k0, step, K, (uint32_t *)g.y, !g.silu); /* gate/up: see gv_go */
     for (;;) {
         compute(k0);
         k0 += step * U;
@@ -538,7 +538,7 @@ __global__ void __launch_bounds__(GEMV_MAXT)
 #pragma unroll
             for (int r = 0; r < R; r++) raw[u][r] = dl_ldw16<NA>(wp[r] + u * step * T::ES);
     /* chunk u loaded when u < nc */
-    dl_pdl_enter_after_group<U, R>(raw, 0, 1, nc, (uint32_t *)g.y, !g.silu && !j.late); /* x is read only from here on */
+    dl_pdl_enter_after_group<U, R>(raw, 0, 1, nc, (uint32_t *)g.y, !g.silu); /* x is read only from here on */
     float acc[R][MR];
     dl_gv_zero(acc);
     const float *xp = x + kl;   /* the group's first chunk in x row 0 */
