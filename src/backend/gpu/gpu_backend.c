@@ -961,7 +961,7 @@ static int gpu_graph_begin(dl_backend *be, uint64_t key) {
     key ^= (uint64_t)g->ring * 0x165667B19E3779F9ull; /* so is the GEMV kernel chosen */
     key ^= (uint64_t)g->i8ks * 0x9FB21C651E98DF25ull; /* and its grid */
     key ^= (uint64_t)g->fuse_att * 0x27D4EB2F165667C5ull; /* and the launches the fusions leave out */
-    key ^= (uint64_t)g->att_cw * 0xD6E8FEB86659FD93ull;
+    key ^= (uint64_t)g->att_cw * 0x85EBCA77C2B2AE63ull;
     key ^= (uint64_t)g->gu_silu * 0x94D049BB133111EBull;
     key ^= (uint64_t)g->att_qk * 0xBF58476D1CE4E5B9ull;
     key ^= (uint64_t)g->att_warm * 0xD6E8FEB86659FD93ull;
