@@ -12,6 +12,10 @@
 #include "testutil.h"
 #if defined(DOTLM_CUDA) || defined(DOTLM_HIP)
 #include "backend/gpu/gpu_backend.h"
+#include "backend/gpu/gpu_kernels.h"
+#define ATTN_GB_SET(n) gk_attn_gb_set(n)
+#else
+#define ATTN_GB_SET(n) ((void)(n)) /* no GPU backend: main skips before any GPU check */
 #endif
 
 #ifdef DOTLM_HIP
@@ -423,50 +427,65 @@ static void attn_tiled(cache *cg, int nh, int nt, float *dq, float *dout, float 
     kreg_reset_switches();
 }
 
-/* GPU split attention on the current batch three times, each into a
- * poisoned (NaN) dout: with the fused combine (the last segment block
- * merges; main opts in with DOTLM_GPU_ATTN_FUSE=1), with GN
- * ".attention.fused_combine" off (combine kernel, its loads batched), and
- * with GN ".attention.combine_wide" off too (the combine's previous form).
- * Each pass begins the batch anew: the backend reads the switches at
- * begin() (before, the second pass ran the fused merge again, uncounted).
- * The outputs must be bitwise equal (and equal og, the default dispatch's
- * output); when a row has several segments (multi: some pos >= 64, so
- * maxlen > 64) the fused counter must move in the first run and the
- * combine_wide one in the second; neither may when switched off. The poison
- * also catches a fused launch that left its arrival counters non-zero (the
- * next one would skip the merge). */
+/* GPU split attention on the current batch seven times, each into a
+ * poisoned (NaN) dout, each pass switching more off: 0 the fused combine
+ * (the last segment block merges; main opts in with DOTLM_GPU_ATTN_FUSE=1);
+ * 1 GN ".attention.fused_combine" off (the combine kernel, its loads in one
+ * round trip); 2 GN ".attention.combine_rt" off too (the pass-by-pass wide
+ * loads); 3 GN ".attention.combine_wide" off too (the combine's first
+ * form); 4 GN ".attention.idx_prewait" off too (the split kernels' indices
+ * loaded after the PDL wait); 5 and 6 at most 1 and 2 query heads per split
+ * block (gk_attn_gb_set: another grid, the same arithmetic). Each pass
+ * begins the batch anew: the backend reads the switches at begin(). Every
+ * output must be bitwise equal to pass 1's, pass 0's also to og (the
+ * default dispatch's output). Counters: when a row has several segments
+ * (multi: some pos >= 64, so maxlen > 64) fused must move in pass 0,
+ * combine_wide in passes 1-2 and combine_rt in pass 1, and none while
+ * switched off; idx_prewait once per pass until pass 4. The poison also
+ * catches a fused launch that left its arrival counters non-zero (the next
+ * one would skip the merge). The opted-in early K/V loads are off in every
+ * pass (they would replace the index loads before the wait). */
 static void attn_fused_check(cache *cg, const dl_batch *b, int nh, int multi, float *dq, float *dout,
                              const float *og) {
     const int nt = b->ntok;
     const int hd = cg->kv.head_dim;
     const size_t n = (size_t)nt * nh * hd;
     const float sc = 1.0f / sqrtf((float)hd);
-    float *poison = malloc(n * 4), *of = malloc(n * 4), *oc = malloc(n * 4), *on = malloc(n * 4);
+    float *poison = malloc(n * 4), *of = malloc(n * 4), *oc = malloc(n * 4), *ox = malloc(n * 4);
     memset(poison, 0xff, n * 4);
-    for (int pass = 0; pass < 3; pass++) {
-        if (pass == 1) kreg_disable(GN ".attention.fused_combine");
-        if (pass == 2) kreg_disable(GN ".attention.fused_combine," GN ".attention.combine_wide");
-        /* the backend reads these switches at begin() (they are part of its graph keys) */
+    static const char *const off[7] = {GN ".attention.warm", GN ".attention.fused_combine",
+                                       GN ".attention.combine_rt", GN ".attention.combine_wide",
+                                       GN ".attention.idx_prewait", "", ""};
+    for (int pass = 0; pass < 7; pass++) {
+        if (*off[pass]) kreg_disable(off[pass]); /* added to the earlier passes' */
+        if (pass == 0) kreg_disable(off[0]);
+        if (pass >= 5) ATTN_GB_SET(pass == 5 ? 1 : 2);
         CHECK(gpu->begin(gpu, b, &cg->kv) == 0);
         kreg_reset_counts();
         gpu->from_host(gpu, dout, poison, n * 4);
         gpu->attention(gpu, dout, dq, &cg->kv, 0, nh, sc);
-        dget(pass == 0 ? of : pass == 1 ? oc : on, dout, n);
+        dget(pass == 0 ? of : pass == 1 ? oc : ox, dout, n);
+        if (pass >= 2)
+            CHECKF(!memcmp(ox, oc, n * 4), "split attention pass %d differs from pass 1 (nt=%d nh=%d hd=%d %s)", pass,
+                   nt, nh, hd, dt_name(cg->kv.dtype));
         const uint64_t nf = kreg_count(GN ".attention.fused_combine"), nw = kreg_count(GN ".attention.combine_wide");
+        const uint64_t nr = kreg_count(GN ".attention.combine_rt"), ni = kreg_count(GN ".attention.idx_prewait");
         CHECKF(kreg_count(GN ".attention.split") == 1, "split attention not used (nt=%d hd=%d pass %d)", nt, hd, pass);
+        CHECKF(ni == (pass >= 4 ? 0u : 1u), "idx_prewait counted %llu in pass %d (nt=%d hd=%d)",
+               (unsigned long long)ni, pass, nt, hd);
         if (pass) CHECKF(nf == 0, "fused combine counted while switched off (nt=%d hd=%d)", nt, hd);
         else if (multi) CHECKF(nf > 0, "fused combine not counted (nt=%d hd=%d)", nt, hd);
-        if (pass == 2) CHECKF(nw == 0, "wide combine counted while switched off (nt=%d hd=%d)", nt, hd);
-        if (pass == 1 && multi) CHECKF(nw > 0, "wide combine not counted (nt=%d hd=%d)", nt, hd);
+        if (pass == 0 || pass >= 3) CHECKF(nw == 0, "wide combine counted in pass %d (nt=%d hd=%d)", pass, nt, hd);
+        else if (multi) CHECKF(nw > 0, "wide combine not counted in pass %d (nt=%d hd=%d)", pass, nt, hd);
+        if (pass != 1) CHECKF(nr == 0, "one-round-trip combine counted in pass %d (nt=%d hd=%d)", pass, nt, hd);
+        else if (multi) CHECKF(nr > 0, "one-round-trip combine not counted (nt=%d hd=%d)", nt, hd);
     }
     kreg_reset_switches();
+    ATTN_GB_SET(0);
     CHECKF(!memcmp(of, oc, n * 4), "fused vs combine kernel not bitwise equal (nt=%d nh=%d hd=%d %s)", nt, nh, hd,
            dt_name(cg->kv.dtype));
-    CHECKF(!memcmp(on, oc, n * 4), "wide vs previous combine not bitwise equal (nt=%d nh=%d hd=%d %s)", nt, nh, hd,
-           dt_name(cg->kv.dtype));
     CHECKF(!memcmp(of, og, n * 4), "fused split attention differs from the first run (nt=%d hd=%d)", nt, hd);
-    free(poison), free(of), free(oc), free(on);
+    free(poison), free(of), free(oc), free(ox);
 }
 
 /* History: seq 1 positions 0..36, seq 2 positions 0..99 (written by kv_write

@@ -55,6 +55,13 @@ static kreg_kernel K_ATT_FUSE =
 static kreg_kernel K_ATT_CW =
     KREG_KERNEL(KN("attention.combine_wide"), "split-KV decode combine launches issuing each merge pass's loads "
                                               "together (same bits; off: one thread sums the weights' total)");
+static kreg_kernel K_ATT_CRT =
+    KREG_KERNEL(KN("attention.combine_rt"), "split-KV decode combine launches (wide form) issuing all their loads "
+                                            "in one round trip, rows of <= 256 segments (same bits)");
+static kreg_kernel K_ATT_IPRE =
+    KREG_KERNEL(KN("attention.idx_prewait"), "split-KV decode launches whose split and combine kernels read the "
+                                             "position, sequence and first cache page before their PDL wait "
+                                             "(same bits)");
 static kreg_kernel K_ATT_TILED = KREG_KERNEL(KN("attention.tiled"), "tiled causal GQA attention");
 static kreg_kernel K_EMBED = KREG_KERNEL(KN("embed"), "");
 static kreg_kernel K_RMS = KREG_KERNEL(KN("rmsnorm"), "");
@@ -119,6 +126,9 @@ typedef struct {
     int att_fuse_opt; /* DOTLM_GPU_ATTN_FUSE=1: the fused attention combine is opted in */
     int fuse_att;     /* opted in and cuda.attention.fused_combine on, at begin() (part of graph keys) */
     int att_cw;       /* cuda.attention.combine_wide on, at begin() (part of graph keys) */
+    int att_ipre;     /* cuda.attention.idx_prewait on, at begin() (part of graph keys) */
+    int att_crt;      /* cuda.attention.combine_rt on, at begin() (part of graph keys) */
+    int att_gb;       /* gk_attn_gb_get() at begin() (part of graph keys: the split grid) */
     int gu_silu;      /* cuda.gate_up_silu at begin() (part of graph keys) */
     int att_warm_opt; /* DOTLM_GPU_ATTN_WARM=1: the early K/V loads of the decode attention are opted in */
     int att_warm;     /* opted in, cuda.attention.warm on and every token of the batch of its own sequence, at
@@ -126,6 +136,7 @@ typedef struct {
     int att_qk_opt;   /* DOTLM_GPU_ATTN_QK=1: the q/k norm + RoPE prologue in the decode attention is opted in */
     int att_qk;       /* opted in, cuda.attention.qk_rope on and every token of the batch of its own sequence, at
                        * begin() (part of graph keys) */
+    unsigned diag;    /* DOTLM_GPU_DIAG_SKIP: DG_* groups of launches left out (timing diagnostics only) */
     /* pinned staging, double-buffered */
     int32_t *h_stage[2];
     size_t h_stage_cap[2];
@@ -186,6 +197,52 @@ static void i8ks_count(gpu_impl *g, unsigned long long before) {
 static void norm_pre_count(gpu_impl *g, unsigned long long before) {
     for (unsigned long long n = gk_norm_prewait_launches() - before; n > 0; n--) hit(g, &K_NORM_PRE);
 }
+/* DOTLM_GPU_DIAG_SKIP=norm,qkrope,attn,combine,silu,matmul (any subset):
+ * the launches of those groups are not made at all, so a decode step's
+ * time can be compared with and without them (what each costs on the
+ * critical path, PDL overlap included; there is no profiler on the test
+ * machine that sees inside a graph replay). Outputs are wrong while it is
+ * set; dotlm says so on stderr at backend creation. */
+enum { DG_NORM = 1, DG_QKROPE = 2, DG_ATTN = 4, DG_COMBINE = 8, DG_SILU = 16, DG_MATMUL = 32 };
+static const struct {
+    const char *name;
+    unsigned bit;
+} DG_NAMES[] = {{"norm", DG_NORM},     {"qkrope", DG_QKROPE}, {"attn", DG_ATTN},
+                {"combine", DG_COMBINE}, {"silu", DG_SILU},   {"matmul", DG_MATMUL}};
+
+/* Parses the DOTLM_GPU_DIAG_SKIP list e (NULL: 0); unknown names are an
+ * error (returns -1 and names them). */
+static long diag_parse(const char *e) {
+    unsigned m = 0;
+    if (!e) return 0;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", e);
+    for (char *sv = NULL, *t = strtok_r(buf, ", ", &sv); t; t = strtok_r(NULL, ", ", &sv)) {
+        size_t i = 0;
+        while (i < sizeof DG_NAMES / sizeof DG_NAMES[0] && strcmp(DG_NAMES[i].name, t)) i++;
+        if (i == sizeof DG_NAMES / sizeof DG_NAMES[0]) {
+            dl_err("DOTLM_GPU_DIAG_SKIP: unknown group '%s' (norm, qkrope, attn, combine, silu, matmul)", t);
+            return -1;
+        }
+        m |= DG_NAMES[i].bit;
+    }
+    return (long)m;
+}
+
+/* 1 if kernel k's launches are left out (DOTLM_GPU_DIAG_SKIP). */
+static int diag_skip(const gpu_impl *g, const kreg_kernel *k) {
+    if (!g->diag) return 0;
+    unsigned b = 0;
+    if (k == &K_ADD_RMS || k == &K_RMS) b = DG_NORM;
+    else if (k == &K_QKROPE) b = DG_QKROPE;
+    else if (k == &K_ATT_SPLIT || k == &K_ATT_QK) b = DG_ATTN;
+    else if (k == &K_SILU || k == &K_SILUQ) b = DG_SILU;
+    else if (k == &K_MULTI || k == &K_I8_MULTI || k == &K_GU_SILU || k == &K_I8_GEMV || k == &K_DOT2 ||
+             (k >= &K_GEMV[0] && k < &K_GEMV[5]))
+        b = DG_MATMUL;
+    return (g->diag & b) != 0;
+}
+
 /* Launch statement `stmt` for kernel k: counted, and timed when profiling. */
 #define LAUNCH(g, k, stmt)                     \
     do {                                       \
@@ -199,7 +256,7 @@ static void norm_pre_count(gpu_impl *g, unsigned long long before) {
         const unsigned long long ring0_ = gk_gemv_ring_launches();  \
         const unsigned long long npre0_ = gk_norm_prewait_launches(); \
         const unsigned long long i8ks0_ = gk_int8_ksplit_launches(); \
-        GPU_PROF((g)->prof, (k)->name, stmt);                       \
+        if (!diag_skip((g), (k))) GPU_PROF((g)->prof, (k)->name, stmt); \
         pdl_count((g), pdl0_);                                      \
         ring_count((g), ring0_);                                    \
         norm_pre_count((g), npre0_);                                \
@@ -421,6 +478,9 @@ static int gpu_begin(dl_backend *be, const dl_batch *b, const dl_kvcache *kv) {
      * merge one head each) */
     g->fuse_att = g->att_fuse_opt && kreg_enabled(&K_ATT_FUSE);
     g->att_cw = kreg_enabled(&K_ATT_CW);
+    g->att_ipre = kreg_enabled(&K_ATT_IPRE);
+    g->att_crt = kreg_enabled(&K_ATT_CRT);
+    g->att_gb = gk_attn_gb_get();
     g->gu_silu = kreg_enabled(&K_GU_SILU);
     /* opt-in: measured slower in decode (H200, 2026-11-30, Qwen3-8B at 512, one
      * run: fp8 247.6 tok/s with it, 254.3 without; bf16 183.0 / 192.0; with PDL
@@ -503,8 +563,10 @@ static int norm_q(gpu_impl *g, float *x, const float *res, float *y, const gpu_w
     if (ensure_dev(g, &g->qc, &g->qc_cap, xq_b + (size_t)rows * 4)) return 0;
     int ok = 0;
     const unsigned long long pdl0 = gk_pdl_launches(), npre0 = gk_norm_prewait_launches();
-    GPU_PROF(g->prof, label, ok = gk_norm_q(g->stream, x, res, y, gw->g.data, gw->g.dtype, rows, d, eps, zc,
-                                              (int8_t *)g->qc, (float *)((char *)g->qc + xq_b), kp));
+    if (g->diag & DG_NORM) ok = 1; /* left out (timing diagnostics): the codes are stale */
+    else
+        GPU_PROF(g->prof, label, ok = gk_norm_q(g->stream, x, res, y, gw->g.data, gw->g.dtype, rows, d, eps, zc,
+                                                  (int8_t *)g->qc, (float *)((char *)g->qc + xq_b), kp));
     pdl_count(g, pdl0);
     norm_pre_count(g, npre0);
     if (!ok) return 0;
@@ -740,7 +802,10 @@ static gk_attn att_desc(gpu_impl *g, const dl_kvcache *kv, int layer, int nh, fl
     return (gk_attn){.ntok = g->ntok, .nh = nh, .nkv = kv->n_kv_heads, .hd = kv->head_dim, .bs = kv->block_size,
                      .mbps = kv->max_blocks_per_seq, .maxlen = g->maxlen, .kv_f16 = kv->dtype == DT_F16,
                      .scale = scale, .kc = kv->k[layer], .vc = kv->v[layer], .seq = d_seq(g), .pos = d_pos(g),
-                     .btab = g->d_btab, .fuse = g->fuse_att, .cwide = g->att_cw};
+                     .btab = g->d_btab, .fuse = g->fuse_att, .cwide = g->att_cw,
+                     .crt = g->att_crt && g->att_cw && (g->maxlen + GK_ATTN_SEG - 1) / GK_ATTN_SEG <= GK_ATTN_RT_MAXSEG,
+                     .ipre = g->att_ipre,
+                     .diag_nocombine = (g->diag & DG_COMBINE) != 0};
 }
 
 /* The split-KV decode launch of *a (workspace grown first), counted:
@@ -755,10 +820,14 @@ static void att_split(gpu_impl *g, float *out, const float *q, gk_attn *a, const
         TIMED(g, &K_ATT_QK, fused = gk_attn_split_qk(g->stream, out, q, a, qk, g->wsa));
     } else {
         a->warm = g->att_warm && use(g, &K_ATT_WARM);
+        if (!a->warm && a->ipre) (void)use(g, &K_ATT_IPRE); /* else the warm loads come first anyway */
         TIMED(g, &K_ATT_SPLIT, fused = gk_attn_split(g->stream, out, q, a, g->wsa));
     }
     if (fused) (void)use(g, &K_ATT_FUSE);
-    else if (ws && a->cwide) (void)use(g, &K_ATT_CW); /* several segments: the combine kernel ran */
+    else if (ws && a->cwide) { /* several segments: the combine kernel ran */
+        (void)use(g, &K_ATT_CW);
+        if (a->crt) (void)use(g, &K_ATT_CRT);
+    }
 }
 
 /* out[ntok, nh * hd] = causal GQA attention of q over the cache positions
@@ -962,6 +1031,9 @@ static int gpu_graph_begin(dl_backend *be, uint64_t key) {
     key ^= (uint64_t)g->i8ks * 0x9FB21C651E98DF25ull; /* and its grid */
     key ^= (uint64_t)g->fuse_att * 0x27D4EB2F165667C5ull; /* and the launches the fusions leave out */
     key ^= (uint64_t)g->att_cw * 0x85EBCA77C2B2AE63ull;
+    key ^= (uint64_t)g->att_ipre * 0x2545F4914F6CDD1Dull;
+    key ^= (uint64_t)g->att_crt * 0x4CF5AD432745937Full;
+    key ^= (uint64_t)g->att_gb * 0x9E6C63D0676A9A99ull;
     key ^= (uint64_t)g->gu_silu * 0x94D049BB133111EBull;
     key ^= (uint64_t)g->att_qk * 0xBF58476D1CE4E5B9ull;
     key ^= (uint64_t)g->att_warm * 0xD6E8FEB86659FD93ull;
@@ -1026,6 +1098,17 @@ dl_backend *gpu_backend_create(const char *name) {
     const char *aq = getenv("DOTLM_GPU_ATTN_QK"), *aw = getenv("DOTLM_GPU_ATTN_WARM");
     g->att_qk_opt = aq && atoi(aq) != 0;
     g->att_warm_opt = aw && atoi(aw) != 0;
+    const char *agb = getenv("DOTLM_GPU_ATTN_GB");
+    if (agb) gk_attn_gb_set(atoi(agb));
+    const long dg = diag_parse(getenv("DOTLM_GPU_DIAG_SKIP"));
+    if (dg < 0) {
+        gpu_destroy(be);
+        return NULL;
+    }
+    g->diag = (unsigned)dg;
+    if (g->diag)
+        fprintf(stderr, "dotlm: DOTLM_GPU_DIAG_SKIP=%s: those launches are left out, so every output is wrong "
+                        "(timing diagnostics only)\n", getenv("DOTLM_GPU_DIAG_SKIP"));
     be->name = GPU_NAME;
     be->alloc = gpu_alloc;
     be->free = gpu_free;

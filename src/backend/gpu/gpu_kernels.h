@@ -187,6 +187,13 @@ typedef struct {
     int warm; /* 1 (split kernel): every token of the batch is of its own sequence, so the cache rows of
                * positions < pos were written by earlier forwards: each block loads its rows of those
                * into L1 before its PDL wait (same results) */
+    int crt; /* 1 (with cwide; only when ceil(maxlen / GK_ATTN_SEG) <= GK_ATTN_RT_MAXSEG): the combine
+              * issues all its loads in one round trip (cuda.attention.combine_rt; same bits) */
+    int ipre; /* 1: the split and combine kernels read the position, the sequence and the warp's first cache
+               * page before their PDL wait (uploaded before the forward's first kernel; same results;
+               * cuda.attention.idx_prewait) */
+    int diag_nocombine; /* 1: the combine kernel is not launched (DOTLM_GPU_DIAG_SKIP=combine: timing
+                         * diagnostics only; the output is then wrong) */
 } gk_attn;
 /* Split-KV decode (ntok <= 8): each row's [0, pos] is cut into segments of
  * GK_ATTN_SEG positions aligned at 0; one block per (token, KV head,
@@ -208,7 +215,17 @@ typedef struct {
  * kernel. */
 #define GK_ATTN_SEG 64
 #define GK_ATTN_NCNT 2048
+#define GK_ATTN_RT_MAXSEG 256 /* segments the one-round-trip combine takes (one per thread) */
 size_t gk_attn_split_ws(const gk_attn *a);
+/* At most n query heads per split block (0: chosen by the grid size; up
+ * to 4 or 8 heads share each K/V load). Every head's arithmetic is its
+ * own; a head count is taken only where it keeps the keys per lane per
+ * batch (which the heads' register slots can lower), so any n gives the
+ * same bits and changes only the grid.
+ * Process-wide; the backend sets it from DOTLM_GPU_ATTN_GB at creation and
+ * keys its graph recordings on gk_attn_gb_get(). */
+void gk_attn_gb_set(int n);
+int gk_attn_gb_get(void);
 int gk_attn_split_ok(const gk_attn *a);
 int gk_attn_split(void *s, float *out, const float *q, const gk_attn *a, void *ws);
 /* Split-KV decode with the q/k norm + RoPE + KV write of the batch's

@@ -402,6 +402,80 @@ static __device__ __forceinline__ void da_merge(float *__restrict__ out, const f
     }
 }
 
+/* The combine kernel's merge of ONE query vector vec over n <= DC_T
+ * segments (blockDim = DC_T), with every load issued in one round trip:
+ * thread s loads (m_s, l_s), and each thread the first UI segments of its
+ * slice element, before any value is used; M is a block max, thread s
+ * makes w_s into sw and puts l_s into sl, then warp 0 runs the L chain
+ * from shared memory while every thread runs its slice's FMAs on the
+ * values it already holds (further rounds of UI segments, n > P * UI,
+ * load later). da_merge<1, true> took four dependent L2 round trips for
+ * the same values (m for the max, m again for the weights, l for L, then
+ * o). The arithmetic is da_merge's (same M, w_s, L chain in segment order,
+ * slice chains in segment order, slice sum and da_final), so the bits are
+ * the same. red: 2 * DC_T / WARP floats. */
+static __device__ __forceinline__ void da_merge_rt(float *__restrict__ out, const float *wml, const float *wo,
+                                                   int64_t vec, int n, int nseg, int hd, float *sw, float *sl,
+                                                   float *sacc, float *red) {
+    constexpr int UI = 32;
+    const int P = DC_T / hd, PH = P * hd;
+    const int tid = threadIdx.x, lane = tid % DL_WARP, wid = tid / DL_WARP;
+    const bool in = tid < PH;
+    const int j = in ? tid / hd : 0, d = tid - j * hd;
+    const float *ml = wml + vec * nseg * 2, *op = wo + vec * nseg * hd + d;
+    float2 mlv = make_float2(-INFINITY, 0.0f);
+    if (tid < n) mlv = *(const float2 *)(ml + 2 * tid);
+    float ov[UI];
+#pragma unroll
+    for (int k = 0; k < UI; k++) {
+        const int ii = k * P + j;
+        ov[k] = in && ii < n ? op[(int64_t)ii * hd] : 0.0f;
+    }
+    float mx = dl_warp_max(mlv.x);
+    if (lane == 0) red[wid] = mx;
+    __syncthreads();
+    float M = red[0];
+    for (int w = 1; w < DC_T / DL_WARP; w++) M = fmaxf(M, red[w]);
+    if (tid < n) {
+        sw[tid] = mlv.x == M ? 1.0f : exp2f(mlv.x - M);
+        sl[tid] = mlv.y;
+    }
+    __syncthreads();
+    if (wid == 0) { /* L = fmaf(l_s, w_s, L) over s in order, from 0 (every lane; lane 0 keeps it) */
+        float L = 0.0f;
+#pragma unroll 8
+        for (int s = 0; s < n; s++) L = fmaf(sl[s], sw[s], L);
+        if (lane == 0) red[DC_T / DL_WARP] = L;
+    }
+    float acc = -0.0f;
+    if (in) {
+#pragma unroll
+        for (int k = 0; k < UI; k++) {
+            const int ii = k * P + j;
+            if (ii < n) acc = fmaf(ov[k], sw[ii], acc);
+        }
+        for (int i0 = P * UI; i0 < n; i0 += P * UI) { /* n > P * UI: later rounds */
+#pragma unroll
+            for (int k = 0; k < UI; k++) {
+                const int ii = i0 + k * P + j;
+                ov[k] = ii < n ? op[(int64_t)ii * hd] : 0.0f;
+            }
+#pragma unroll
+            for (int k = 0; k < UI; k++) {
+                const int ii = i0 + k * P + j;
+                if (ii < n) acc = fmaf(ov[k], sw[ii], acc);
+            }
+        }
+        sacc[tid] = acc;
+    }
+    __syncthreads();
+    if (tid < hd) {
+        float tot = sacc[tid];
+        for (int s = 1; s < P; s++) tot += sacc[s * hd + tid];
+        out[vec * hd + tid] = da_final(tot, red[DC_T / DL_WARP]);
+    }
+}
+
 /* The q/k norm + RoPE + KV write prologue of the decode kernel (qk
  * fusion, gk_attn_split_qk): k == NULL means none (q is read as given). */
 typedef struct {
@@ -481,11 +555,13 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
     /* pre: the block first loads what no kernel of this forward writes, then
      * waits (below); else it waits first */
     const bool pre = qk.k || a.warm;
-    if (!pre) dl_pdl_enter();
+    const bool ipre = !pre && a.ipre; /* only the indices before the wait */
+    if (!pre && !ipre) dl_pdl_enter();
     constexpr int DT = KF16 ? DT_F16 : DT_F32;
     constexpr int VE = dl_wt<DT>::VEC; /* elements per 16-byte vector */
     constexpr int EPL = CPL * VE;      /* elements of a row held by one lane */
     constexpr int KB = da_kb(GM, CPL, EPL);
+    static_assert(DC_T == GK_ATTN_RT_MAXSEG, "da_merge_rt: one segment per thread");
     static_assert(DA_NW * DA_SO >= 2 * 8 * DC_T, "fused merge: weights + slice partials of 8 heads fit in so");
     __shared__ float so[DA_NW * DA_SO];
     __shared__ float sm[DA_NW * GM], sl[DA_NW * GM];
@@ -504,6 +580,13 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
     const int64_t rowb = (int64_t)hd * (KF16 ? 2 : 4);
     const char *kc = (const char *)a.kc, *vc = (const char *)a.vc;
     const int32_t *bt = a.btab + (int64_t)S * a.mbps;
+    /* the cache page of the warp's first position (bs = 16: all its
+     * DA_KW = 16 positions); with ipre loaded before the PDL wait, with
+     * pos and seq (uploaded before the forward's first kernel), so that
+     * after the wait the K/V loads are the first round trip */
+    const int kw0 = p0 + w * DA_KW, kpg0 = kw0 / a.bs, kbase = kpg0 * a.bs;
+    const int blk0 = kw0 <= pos ? bt[kpg0] : -1;
+    if (ipre) dl_pdl_enter_after((uint32_t)blk0, (uint32_t *)out);
 
     const float *qsrc = q;
     int64_t qoff = (int64_t)t * a.nh + h0;
@@ -598,7 +681,7 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
         for (int j = 0; j < EPL; j++) acc[h][j] = 0.0f;
     }
 
-    const int kw0 = p0 + w * DA_KW, kw1 = min(kw0 + DA_KW, pos + 1);
+    const int kw1 = min(kw0 + DA_KW, pos + 1);
     for (int k0 = kw0; k0 < kw1; k0 += KPW * KB) { /* warp-uniform bounds */
         uint4 kr[KB][CPL], vr[KB][CPL];
         bool ok[KB];
@@ -608,8 +691,12 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
             ok[kb] = p < kw1;
             int64_t off = -1;
             if (ok[kb]) {
-                const int blk = bt[p / a.bs];
-                if (blk >= 0) off = (((int64_t)blk * a.bs + p % a.bs) * a.nkv + g) * rowb;
+                int rel = p - kbase, blk = blk0; /* p >= kbase */
+                if (rel >= a.bs) { /* past the first page (bs < DA_KW): no division otherwise */
+                    blk = bt[p / a.bs];
+                    rel = p % a.bs;
+                }
+                if (blk >= 0) off = (((int64_t)blk * a.bs + rel) * a.nkv + g) * rowb;
             }
 #pragma unroll
             for (int cl = 0; cl < CPL; cl++) {
@@ -753,16 +840,18 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
  * segments s < pos / SEG + 1 (da_merge, which documents the order). One
  * block per (token, head); the reference for the fused merge in
  * dl_k_attn_dec (same function, same bits). */
-template <bool WIDE>
+template <int MODE> /* 0: da_merge's first form, 1: its wide form, 2: da_merge_rt (nseg <= DC_T) */
 __global__ void __launch_bounds__(DC_T)
     dl_k_attn_combine(float *__restrict__ out, const float *__restrict__ wml, const float *__restrict__ wo,
                       gk_attn a, int nseg) {
-    dl_pdl_enter();
-    __shared__ float sw[DC_T], sacc[DC_T], sml[2];
+    if (!a.ipre) dl_pdl_enter();
+    __shared__ float sw[DC_T], sacc[DC_T], sl[DC_T], sml[2 * DC_T / DL_WARP + 2];
     const int64_t vec = blockIdx.x;
     const int t = (int)(vec / a.nh);
     const int n = min(a.pos[t] / GK_ATTN_SEG + 1, nseg);
-    da_merge<1, WIDE>(out, wml, wo, vec, 1, n, nseg, a.hd, sw, sacc, sml);
+    if (a.ipre) dl_pdl_enter_after((uint32_t)n, (uint32_t *)out); /* pos: uploaded before the forward */
+    if constexpr (MODE == 2) da_merge_rt(out, wml, wo, vec, n, nseg, a.hd, sw, sl, sacc, sml);
+    else da_merge<1, MODE == 1>(out, wml, wo, vec, 1, n, nseg, a.hd, sw, sacc, sml);
 }
 
 /* ------------------------------------------------------------------------
@@ -778,7 +867,34 @@ typedef struct {
     int lt, cpl, gb, gm;
 } da_cfg;
 
-static int da_pick(const gk_attn *a, da_cfg *c) {
+/* Cap on the query heads per split block (gk_attn_gb_set; 0: by the rule
+ * in da_pick). */
+static int g_da_gbmax = 0;
+extern "C" void gk_attn_gb_set(int n) { g_da_gbmax = n > 0 ? n : 0; }
+extern "C" int gk_attn_gb_get(void) { return g_da_gbmax; }
+
+/* Multiprocessors of the current device (queried once; 80 if the query
+ * fails: only the heads-per-block rule uses it). */
+static int da_sms(void) {
+    static int sms = 0;
+    if (!sms) {
+        int dev = 0, v = 0;
+        (void)cudaGetDevice(&dev);
+#if DL_WARP == 64
+        if (hipDeviceGetAttribute(&v, hipDeviceAttributeMultiprocessorCount, dev) != hipSuccess) v = 0;
+#else
+        if (cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) v = 0;
+#endif
+        if (v <= 0) {
+            (void)cudaGetLastError();
+            v = 80;
+        }
+        sms = v;
+    }
+    return sms;
+}
+
+static int da_pick(const gk_attn *a, da_cfg *c, bool rule = true) {
     const int es = a->kv_f16 ? 2 : 4, ve = 16 / es;
     if (!gk_attn_ok(a->hd) || a->nkv <= 0 || a->nh % a->nkv || (a->hd * es) % 16) return 0;
     if ((((uintptr_t)a->kc) | ((uintptr_t)a->vc)) & 15) return 0;
@@ -792,6 +908,36 @@ static int da_pick(const gk_attn *a, da_cfg *c) {
     const int G = a->nh / a->nkv;
     int gb = G < gmax ? G : gmax;
     while (G % gb) gb--;
+    /* the register slots of gb heads (a power of two), and the keys per
+     * lane per batch they give; the batch sets the online softmax's steps,
+     * so a smaller gb is taken only where it keeps the same kb */
+    auto slots = [](int n) { int m = 1; while (m < n) m *= 2; return m; };
+    const int kb = da_kb(slots(gb), c->cpl, epl);
+    int want = gb;
+    if (g_da_gbmax > 0) {
+        want = g_da_gbmax;
+    } else if (rule && a->maxlen > GK_ATTN_SEG) {
+        /* Heads per block by the expected number of working blocks: a
+         * block's warps run its heads one after another on their keys, so
+         * with few blocks (short contexts) every SM holds one or two and
+         * their serial arithmetic is the critical path, while many blocks
+         * (long contexts) queue in waves and re-read each K/V row once per
+         * head chunk. maxlen is an upper bound (graph recordings round it
+         * up to a power of two), so about 3/4 of the grid's segments hold
+         * positions. Largest gb whose grid keeps >= 8 working blocks per
+         * SM, else 1 (H200, Qwen3-8B fp8 decode: after 512 positions gb =
+         * 1 gave 281.5 / 278.1 tok/s, 2: 273.5 / 275.3, 4: 261.2 / 261.6;
+         * after 4096, 2: 242.2, 4: 235.3, 1: 225.6). */
+        const int64_t segs = (3 * DL_CDIV((int64_t)a->maxlen, GK_ATTN_SEG) + 3) / 4;
+        const int64_t need = 8 * (int64_t)da_sms();
+        while (want > 1 && segs * a->ntok * a->nkv * DL_CDIV(G, want) < need) want--;
+    }
+    /* the largest divisor of G <= want with the same kb (gb itself at worst) */
+    for (int n = want < gb ? want : gb; n >= 1; n--)
+        if (G % n == 0 && da_kb(slots(n), c->cpl, epl) == kb) {
+            gb = n;
+            break;
+        }
     c->gb = gb;
     c->gm = 1;
     while (c->gm < gb) c->gm *= 2;
@@ -895,8 +1041,8 @@ static int da_split(cudaStream_t st, float *out, const float *q, const gk_attn *
         else if (c.cpl == 2) da_launch_gm<0, 2>(st, out, q, a, &c, nseg, w, cnt, qk);
         else da_launch_gm<0, 4>(st, out, q, a, &c, nseg, w, cnt, qk);
     }
-    if (nseg > 1 && !fused)
-        dl_launch(a->cwide ? dl_k_attn_combine<true> : dl_k_attn_combine<false>, (unsigned)((int64_t)a->ntok * a->nh),
+    if (nseg > 1 && !fused && !a->diag_nocombine)
+        dl_launch(a->crt && nseg <= DC_T ? dl_k_attn_combine<2> : a->cwide ? dl_k_attn_combine<1> : dl_k_attn_combine<0>, (unsigned)((int64_t)a->ntok * a->nh),
                   DC_T, 0, st, out, w, w + (size_t)a->ntok * a->nh * nseg * 2, *a, nseg);
     return fused;
 }
@@ -917,7 +1063,7 @@ extern "C" int gk_attn_split(void *s, float *out, const float *q, const gk_attn 
 /* da_pick for the qk prologue: also one head chunk per KV head and a
  * shape and rope it takes (see gk_attn_split_qk_ok). */
 static int da_pick_qk(const gk_attn *a, const gk_attn_qk *qk, da_cfg *c) {
-    return da_pick(a, c) && a->nh / a->nkv == c->gb && a->ntok <= GK_ATTN_QK_MAXTOK && qk->rot % 2 == 0 &&
+    return da_pick(a, c, false) && a->nh / a->nkv == c->gb && a->ntok <= GK_ATTN_QK_MAXTOK && qk->rot % 2 == 0 &&
            qk->rot <= a->hd && qk->k && qk->v && !qk->qw == !qk->kw;
 }
 
