@@ -24,6 +24,18 @@ static inline int dl_env_int(const char *name, int dflt) {
     return e ? atoi(e) : dflt;
 }
 
+/* Warps splitting the K of a GEMV weight of n rows whose lanes would each
+ * stream `chunks` 16-byte chunks unsplit: below maxn rows, 4 warps when
+ * each lane still keeps >= 4 chunks, else 2 when it keeps >= 4 at 2, else
+ * 1; maxn rows or more: 1 (one warp per row group already fills the GPU).
+ * The rule of the 16-bit float GEMV (gv_ks) and of the W8A8 GEMV's opt-in
+ * split (i8_ks); each passes its own row bound. */
+#define GV_KS_MAXN_DEFAULT 8192 /* the row bound of both, unless DOTLM_GEMV_KSMAXN / DOTLM_I8_KSMAXN */
+static inline int dl_ks_by_shape(int64_t n, int64_t chunks, int maxn) {
+    if (n >= maxn) return 1;
+    return chunks >= 16 ? 4 : chunks >= 8 ? 2 : 1;
+}
+
 /* Exact fp8 -> fp32 for every code (e4m3fn: 0x7f/0xff NaN; e5m2: IEEE-like). */
 static __device__ __forceinline__ float dl_fp8_decode(uint32_t c, int e5m2) {
     float sgn = (c & 0x80u) ? -1.0f : 1.0f;

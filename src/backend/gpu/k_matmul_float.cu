@@ -908,18 +908,17 @@ struct gv_call {
 /* Warps splitting a weight's K (part of the GEMV's summation order, so a
  * function of the weight's shape and format only: never of M, the variant
  * knobs or the other weights of a multi-weight job). 16/32-bit weights with
- * fewer than GV_KS_MAXN rows would leave most of the GPU idle at one warp
- * per row group: they split K over 2 or 4 warps when each lane still gets
- * >= 4 chunks of 16 bytes. Measured on the H200 (2026-11-30, Qwen3-8B
+ * fewer than GV_KS_MAXN_DEFAULT rows would leave most of the GPU idle at
+ * one warp per row group: they split K over 2 or 4 warps when each lane
+ * still gets >= 4 chunks of 16 bytes (dl_ks_by_shape). Measured on the H200 (2026-11-30, Qwen3-8B
  * decode at 512): bf16 185.9 tok/s unsplit, 194.7 split below 8192 rows,
  * 192.6 below 16384. fp8 weights split K over 2 warps at every n (needs
  * >= 4 chunks per lane): with the shared-memory ring (dl_k_gemv_fa) that
  * measured best on every decode shape (bench/lab/gemv_lab.cu, H200,
  * 2026-11-30: 2 warps against 1 and 4, see docs/gpu_backend.md); int8
  * weight-only is not split. */
-#define GV_KS_MAXN 8192
 static int gv_ks_maxn() {
-    static const int v = dl_env_int("DOTLM_GEMV_KSMAXN", GV_KS_MAXN);
+    static const int v = dl_env_int("DOTLM_GEMV_KSMAXN", GV_KS_MAXN_DEFAULT);
     return v;
 }
 /* DOTLM_GEMV_FP8KS4N=n (experiment, read once): fp8 weights with fewer than
@@ -932,8 +931,8 @@ static int gv_fp8_ks4n() {
 static int gv_ks(const gk_weight &w, int vec) {
     const int64_t chunks = DL_CDIV(w.k, (int64_t)DL_WARP * vec); /* per lane, unsplit */
     if (dl_is_fp8(w.dtype)) return chunks >= 8 && w.n < gv_fp8_ks4n() ? 4 : chunks >= 4 ? 2 : 1;
-    if (vec >= 16 || w.n >= gv_ks_maxn()) return 1;
-    return chunks >= 16 ? 4 : chunks >= 8 ? 2 : 1;
+    if (vec >= 16) return 1;
+    return dl_ks_by_shape(w.n, chunks, gv_ks_maxn());
 }
 
 template <int DT, int MR, int R, int U, int CV, int NA>

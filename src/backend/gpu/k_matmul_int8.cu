@@ -371,9 +371,8 @@ static int i8_ks(const gk_weight &w, int knob) {
     const int64_t chunks = DL_CDIV(w.k, (int64_t)DL_WARP * 16); /* per lane, unsplit */
     if (!g_i8ks_allow) return 1;
     if (knob) return knob;
-    static const int maxn = dl_env_int("DOTLM_I8_KSMAXN", 8192);
-    if (w.n >= maxn) return 1;
-    return chunks >= 16 ? 4 : chunks >= 8 ? 2 : 1;
+    static const int maxn = dl_env_int("DOTLM_I8_KSMAXN", GV_KS_MAXN_DEFAULT);
+    return dl_ks_by_shape(w.n, chunks, maxn);
 }
 
 template <int MR, int R, int U, int NA>
