@@ -488,6 +488,25 @@ static void attn_fused_check(cache *cg, const dl_batch *b, int nh, int multi, fl
     free(poison), free(of), free(oc), free(ox);
 }
 
+/* DOTLM_GPU_DIAG_SKIP: a list with an unknown group refuses the backend
+ * with a message naming it (no GPU state left behind); a valid one is
+ * accepted. */
+static void test_diag_env(void) {
+#if defined(DOTLM_CUDA) || defined(DOTLM_HIP)
+    setenv("DOTLM_GPU_DIAG_SKIP", "norm,bogus", 1);
+    dl_backend *bad = gpu_backend_create(GN);
+    CHECK(bad == NULL);
+    CHECKF(strstr(dl_errmsg(), "'bogus'") != NULL, "DOTLM_GPU_DIAG_SKIP error does not name the group: %s",
+           dl_errmsg());
+    if (bad) bad->destroy(bad);
+    setenv("DOTLM_GPU_DIAG_SKIP", "norm,combine", 1);
+    dl_backend *ok = gpu_backend_create(GN);
+    CHECKF(ok != NULL, "DOTLM_GPU_DIAG_SKIP=norm,combine refused: %s", dl_errmsg());
+    if (ok) ok->destroy(ok);
+    unsetenv("DOTLM_GPU_DIAG_SKIP");
+#endif
+}
+
 /* History: seq 1 positions 0..36, seq 2 positions 0..99 (written by kv_write
  * in one batch). Then a mixed batch (prefill 0..4 of seq 0, decode at 37,
  * chunk at 100..102) with ntok = 9 (tiled kernel), and decode batches of
@@ -758,9 +777,13 @@ static void test_qk_rope_attention(int nh, int nkv, int hd, dl_dtype dt, dl_dtyp
         cache_bytes(gpu, &cb, kb, vb, cbytes);
         CHECKF(!memcmp(ka, kb, cbytes) && !memcmp(va, vb, cbytes), "qk_rope attention: cache differs (hd=%d batch %d)",
                hd, bi);
-        const double e = tu_max_rel(ob, oc, nt * qw);
-        CHECKF(e <= 2e-5, "qk_rope attention vs CPU nh=%d hd=%d %s rot=%d batch %d rel %.3g", nh, hd, dt_name(dt), rot,
-               bi, e);
+        /* fp16 caches: the CPU's and the GPU's normed, rotated k agree to an fp32 ulp or so (sinf / cosf,
+         * rsqrt), which now and then lands on the other side of an fp16 rounding boundary: one key element
+         * off by an fp16 ulp (2^-11 relative) moves the output by up to a few 1e-5 (seen: 3.5e-5, nh=12 hd=96,
+         * H200, 2026-11-30). The GPU's two forms are compared bitwise above. */
+        const double e = tu_max_rel(ob, oc, nt * qw), tol = dt == DT_F16 ? 1e-4 : 2e-5;
+        CHECKF(e <= tol, "qk_rope attention vs CPU nh=%d hd=%d %s rot=%d batch %d rel %.3g (tol %.0e)", nh, hd,
+               dt_name(dt), rot, bi, e, tol);
     }
     if (norm) {
         gpu->release(gpu, &qng), gpu->release(gpu, &kng);
@@ -806,6 +829,7 @@ int main(void) {
         return 0;
     }
     test_errors();
+    test_diag_env();
     test_matmul();
     test_int8_invariance();
     test_float_determinism();
