@@ -458,7 +458,6 @@ static void attn_fused_check(cache *cg, const dl_batch *b, int nh, int multi, fl
                                        GN ".attention.idx_prewait", "", ""};
     for (int pass = 0; pass < 7; pass++) {
         if (*off[pass]) kreg_disable(off[pass]); /* added to the earlier passes' */
-        if (pass == 0) kreg_disable(off[0]);
         if (pass >= 5) ATTN_GB_SET(pass == 5 ? 1 : 2);
         CHECK(gpu->begin(gpu, b, &cg->kv) == 0);
         kreg_reset_counts();

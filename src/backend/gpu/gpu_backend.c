@@ -213,20 +213,25 @@ static const struct {
 /* Parses the DOTLM_GPU_DIAG_SKIP list e (NULL: 0); unknown names are an
  * error (returns -1 and names them). */
 static long diag_parse(const char *e) {
-    unsigned m = 0;
+    long m = 0;
     if (!e) return 0;
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", e);
-    for (char *sv = NULL, *t = strtok_r(buf, ", ", &sv); t; t = strtok_r(NULL, ", ", &sv)) {
+    char *buf = strdup(e); /* the whole list, however long */
+    if (!buf) {
+        dl_err("%s: out of host memory", GPU_NAME);
+        return -1;
+    }
+    for (char *sv = NULL, *t = strtok_r(buf, ", ", &sv); t && m >= 0; t = strtok_r(NULL, ", ", &sv)) {
         size_t i = 0;
         while (i < sizeof DG_NAMES / sizeof DG_NAMES[0] && strcmp(DG_NAMES[i].name, t)) i++;
         if (i == sizeof DG_NAMES / sizeof DG_NAMES[0]) {
             dl_err("DOTLM_GPU_DIAG_SKIP: unknown group '%s' (norm, qkrope, attn, combine, silu, matmul)", t);
-            return -1;
+            m = -1;
+        } else {
+            m |= DG_NAMES[i].bit;
         }
-        m |= DG_NAMES[i].bit;
     }
-    return (long)m;
+    free(buf);
+    return m;
 }
 
 /* 1 if kernel k's launches are left out (DOTLM_GPU_DIAG_SKIP). */

@@ -413,7 +413,7 @@ static __device__ __forceinline__ void da_merge(float *__restrict__ out, const f
  * the same values (m for the max, m again for the weights, l for L, then
  * o). The arithmetic is da_merge's (same M, w_s, L chain in segment order,
  * slice chains in segment order, slice sum and da_final), so the bits are
- * the same. red: 2 * DC_T / WARP floats. */
+ * the same. red: DC_T / WARP + 1 floats (the warps' maxima, then L). */
 static __device__ __forceinline__ void da_merge_rt(float *__restrict__ out, const float *wml, const float *wo,
                                                    int64_t vec, int n, int nseg, int hd, float *sw, float *sl,
                                                    float *sacc, float *red) {
@@ -939,8 +939,7 @@ static int da_pick(const gk_attn *a, da_cfg *c, bool rule = true) {
             break;
         }
     c->gb = gb;
-    c->gm = 1;
-    while (c->gm < gb) c->gm *= 2;
+    c->gm = slots(gb);
     return 1;
 }
 
@@ -1042,8 +1041,11 @@ static int da_split(cudaStream_t st, float *out, const float *q, const gk_attn *
         else da_launch_gm<0, 4>(st, out, q, a, &c, nseg, w, cnt, qk);
     }
     if (nseg > 1 && !fused && !a->diag_nocombine)
-        dl_launch(a->crt && nseg <= DC_T ? dl_k_attn_combine<2> : a->cwide ? dl_k_attn_combine<1> : dl_k_attn_combine<0>, (unsigned)((int64_t)a->ntok * a->nh),
-                  DC_T, 0, st, out, w, w + (size_t)a->ntok * a->nh * nseg * 2, *a, nseg);
+        dl_launch(a->crt && nseg <= DC_T ? dl_k_attn_combine<2> /* crt is set only then; a guard for callers */
+                  : a->cwide             ? dl_k_attn_combine<1>
+                                         : dl_k_attn_combine<0>,
+                  (unsigned)((int64_t)a->ntok * a->nh), DC_T, 0, st, out, w, w + (size_t)a->ntok * a->nh * nseg * 2,
+                  *a, nseg);
     return fused;
 }
 
