@@ -250,6 +250,73 @@ static void norm_actq(dl_backend *gpu, uint64_t *rs) {
     free(wq), free(ws), free(wn);
 }
 
+/* SiLU * up with the W8A8 codes for the next matmul made in the same launch
+ * (silu_actq), through its register-resident kernel (silu_actq_v4, rows of
+ * up to 16384) or the two-pass one, against the separate silu_mul +
+ * quantization: h and the W8A8 output bitwise equal in all three, in place
+ * (out = gate, as the MLP runs it) and not, at M = 1 and 3; d = 17408 is
+ * past the register kernel's rows (two-pass even when on). */
+static void silu_actq(dl_backend *gpu, uint64_t *rs) {
+    const int ds[3] = {2048, 12288, 17408}, Ms[2] = {1, 3}, n = 256;
+    for (int di = 0; di < 3; di++) {
+        const int d = ds[di];
+        int8_t *wq = malloc((size_t)n * d);
+        float *ws = malloc((size_t)n * 4);
+        for (size_t i = 0; i < (size_t)n * d; i++) wq[i] = (int8_t)((int)(tu_rand_u64(rs) % 255) - 127);
+        for (int i = 0; i < n; i++) ws[i] = 0.01f * (1.5f + tu_randf(rs));
+        dl_weight W = {.name = "down", .dtype = DT_I8, .n = n, .k = d, .ld = d, .data = wq, .scale_kind = WS_CHANNEL,
+                       .scale_dtype = DT_F32, .scale = ws, .actq = ACT_INT8_TOKEN};
+        CHECKF(gpu->upload(gpu, &W) == 0, "%s", dl_errmsg());
+        for (int mi = 0; mi < 2; mi++) {
+            const int M = Ms[mi];
+            const size_t nx = (size_t)M * d, no = (size_t)M * n;
+            float *hg = malloc(nx * 4), *hu = malloc(nx * 4), *h[3], *o[3];
+            for (size_t i = 0; i < nx; i++) hg[i] = 6.0f * tu_randf(rs) - 3.0f, hu[i] = 4.0f * tu_randf(rs) - 2.0f;
+            float *g = gpu->alloc(gpu, nx * 4), *u = gpu->alloc(gpu, nx * 4), *y = gpu->alloc(gpu, nx * 4);
+            float *dout = gpu->alloc(gpu, no * 4);
+            for (int inplace = 0; inplace < 2; inplace++) {
+                for (int pass = 0; pass < 3; pass++) {
+                    kreg_reset_switches();
+                    if (pass == 1) kreg_disable(GN ".silu_actq_v4");
+                    if (pass == 2) kreg_disable(GN ".silu_actq");
+                    kreg_reset_counts();
+                    gpu->from_host(gpu, g, hg, nx * 4);
+                    gpu->from_host(gpu, u, hu, nx * 4);
+                    int32_t tok[3] = {1, 2, 3}, seq[3] = {0, 1, 2}, pos[3] = {0, 0, 0};
+                    dl_batch b = {.ntok = M, .tokens = tok, .seq = seq, .pos = pos};
+                    gpu->begin(gpu, &b, NULL);
+                    float *out = inplace ? g : y;
+                    gpu->silu_mul(gpu, out, g, u, nx);
+                    gpu->matmul(gpu, dout, out, &W, M);
+                    CHECK(gpu->sync(gpu) == 0);
+                    h[pass] = malloc(nx * 4);
+                    o[pass] = malloc(no * 4);
+                    gpu->to_host(gpu, h[pass], out, nx * 4);
+                    gpu->to_host(gpu, o[pass], dout, no * 4);
+                    const uint64_t nq = kreg_count(GN ".silu_actq"), nv = kreg_count(GN ".silu_actq_v4");
+                    const uint64_t na = kreg_count(GN ".actq.int8");
+                    const int v4 = pass == 0 && d <= 16384;
+                    CHECKF(nq == (pass < 2 ? 1u : 0u) && nv == (uint64_t)v4 && na == (pass == 2 ? 1u : 0u),
+                           "d=%d M=%d pass %d: silu_actq %llu, silu_actq_v4 %llu, actq.int8 %llu", d, M, pass,
+                           (unsigned long long)nq, (unsigned long long)nv, (unsigned long long)na);
+                }
+                for (int pass = 1; pass < 3; pass++) {
+                    CHECKF(!memcmp(h[pass], h[0], nx * 4), "d=%d M=%d in place %d: SiLU*up of pass %d differs", d, M,
+                           inplace, pass);
+                    CHECKF(!memcmp(o[pass], o[0], no * 4), "d=%d M=%d in place %d: W8A8 output of pass %d differs", d,
+                           M, inplace, pass);
+                }
+                for (int pass = 0; pass < 3; pass++) free(h[pass]), free(o[pass]);
+            }
+            gpu->free(gpu, g), gpu->free(gpu, u), gpu->free(gpu, y), gpu->free(gpu, dout);
+            free(hg), free(hu);
+        }
+        kreg_reset_switches();
+        gpu->release(gpu, &W);
+        free(wq), free(ws);
+    }
+}
+
 int main(void) {
     dl_backend *gpu = be_create(GN, 0);
     if (!gpu) {
@@ -258,6 +325,7 @@ int main(void) {
     }
     uint64_t rs = tu_seed();
     norm_actq(gpu, &rs);
+    silu_actq(gpu, &rs);
     const char *dirs[] = {"fixtures/qwen3_bf16", "fixtures/qwen3_fp8_block", "fixtures/qwen3_int8",
                           "fixtures/llama_tied_f16", "fixtures/qwen2_f32_sharded", "fixtures/qwen3_5_text_bf16"};
     for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {

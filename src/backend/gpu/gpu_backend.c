@@ -89,6 +89,9 @@ static kreg_kernel K_ATT_WARM =
 static kreg_kernel K_NORM_PRE =
     KREG_KERNEL(KN("norm_prewait"), "wide-row (add+)RMSNorm and qk_rope_kv loading their norm weights (and the "
                                     "position, cache page) before their PDL wait");
+static kreg_kernel K_SILUQ_V4 =
+    KREG_KERNEL(KN("silu_actq_v4"), "silu_actq with its rows held in registers: one load round trip (rows of up "
+                                    "to 16384; off: the two-pass kernel, the same bits)");
 static kreg_kernel K_RING = KREG_KERNEL(KN("gemv_ring"), "fp8 and W8A8 GEMV launches whose weights stream through a "
                                                          "shared-memory ring (cp.async, sm_80+); off: the register loops");
 static kreg_kernel K_I8KS = KREG_KERNEL(KN("int8_gemv_ksplit"), "W8A8 GEMV launches with a weight's K split over 2 "
@@ -197,18 +200,18 @@ static void i8ks_count(gpu_impl *g, unsigned long long before) {
 static void norm_pre_count(gpu_impl *g, unsigned long long before) {
     for (unsigned long long n = gk_norm_prewait_launches() - before; n > 0; n--) hit(g, &K_NORM_PRE);
 }
-/* DOTLM_GPU_DIAG_SKIP=norm,qkrope,attn,combine,silu,matmul (any subset):
+/* DOTLM_GPU_DIAG_SKIP=norm,qkrope,attn,combine,silu,actq,matmul (any subset):
  * the launches of those groups are not made at all, so a decode step's
  * time can be compared with and without them (what each costs on the
  * critical path, PDL overlap included; there is no profiler on the test
  * machine that sees inside a graph replay). Outputs are wrong while it is
  * set; dotlm says so on stderr at backend creation. */
-enum { DG_NORM = 1, DG_QKROPE = 2, DG_ATTN = 4, DG_COMBINE = 8, DG_SILU = 16, DG_MATMUL = 32 };
+enum { DG_NORM = 1, DG_QKROPE = 2, DG_ATTN = 4, DG_COMBINE = 8, DG_SILU = 16, DG_MATMUL = 32, DG_ACTQ = 64 };
 static const struct {
     const char *name;
     unsigned bit;
 } DG_NAMES[] = {{"norm", DG_NORM},     {"qkrope", DG_QKROPE}, {"attn", DG_ATTN},
-                {"combine", DG_COMBINE}, {"silu", DG_SILU},   {"matmul", DG_MATMUL}};
+                {"combine", DG_COMBINE}, {"silu", DG_SILU},   {"matmul", DG_MATMUL}, {"actq", DG_ACTQ}};
 
 /* Parses the DOTLM_GPU_DIAG_SKIP list e (NULL: 0); unknown names are an
  * error (returns -1 and names them). */
@@ -224,7 +227,7 @@ static long diag_parse(const char *e) {
         size_t i = 0;
         while (i < sizeof DG_NAMES / sizeof DG_NAMES[0] && strcmp(DG_NAMES[i].name, t)) i++;
         if (i == sizeof DG_NAMES / sizeof DG_NAMES[0]) {
-            dl_err("DOTLM_GPU_DIAG_SKIP: unknown group '%s' (norm, qkrope, attn, combine, silu, matmul)", t);
+            dl_err("DOTLM_GPU_DIAG_SKIP: unknown group '%s' (norm, qkrope, attn, combine, silu, actq, matmul)", t);
             m = -1;
         } else {
             m |= DG_NAMES[i].bit;
@@ -242,6 +245,7 @@ static int diag_skip(const gpu_impl *g, const kreg_kernel *k) {
     else if (k == &K_QKROPE) b = DG_QKROPE;
     else if (k == &K_ATT_SPLIT || k == &K_ATT_QK) b = DG_ATTN;
     else if (k == &K_SILU || k == &K_SILUQ) b = DG_SILU;
+    else if (k == &K_AQ_I8 || k == &K_AQ_F8) b = DG_ACTQ;
     else if (k == &K_MULTI || k == &K_I8_MULTI || k == &K_GU_SILU || k == &K_I8_GEMV || k == &K_DOT2 ||
              (k >= &K_GEMV[0] && k < &K_GEMV[5]))
         b = DG_MATMUL;
@@ -501,6 +505,7 @@ static int gpu_begin(dl_backend *be, const dl_batch *b, const dl_kvcache *kv) {
      * 264.6 tok/s with it, 267.3 without at 512; 224.0 / 226.6 at 4096) */
     g->att_warm = own && g->att_warm_opt && kreg_enabled(&K_ATT_WARM);
     gk_norm_prewait_set(kreg_enabled(&K_NORM_PRE));
+    gk_silu_actq_v4_set(kreg_enabled(&K_SILUQ_V4));
     const size_t nt = (size_t)(b->ntok > 0 ? b->ntok : 0);
     const size_t nbt = kv && kv->block_table ? (size_t)kv->max_seqs * (size_t)kv->max_blocks_per_seq : 0;
     const size_t need = (3 * nt + nbt) * sizeof(int32_t);
@@ -872,8 +877,10 @@ static void gpu_silu_mul(dl_backend *be, float *out, const float *gate, const fl
         if (!ensure_dev(g, &g->qc, &g->qc_cap, xq_b + (size_t)rows * 4)) {
             hit(g, &K_SILU);
             (void)use(g, &K_SILUQ);
+            const unsigned long long v40 = gk_silu_actq_v4_launches();
             TIMED(g, &K_SILUQ, gk_silu_actq_int8(g->stream, out, (int8_t *)g->qc, (float *)((char *)g->qc + xq_b),
                                                  gate, up, rows, d, kp));
+            for (unsigned long long n4 = gk_silu_actq_v4_launches() - v40; n4 > 0; n4--) hit(g, &K_SILUQ_V4);
             g->qc_y = out;
             g->qc_rows = rows;
             g->qc_d = d;
@@ -1043,6 +1050,7 @@ static int gpu_graph_begin(dl_backend *be, uint64_t key) {
     key ^= (uint64_t)g->att_qk * 0xBF58476D1CE4E5B9ull;
     key ^= (uint64_t)g->att_warm * 0xD6E8FEB86659FD93ull;
     key ^= (uint64_t)kreg_enabled(&K_NORM_PRE) * 0xA0761D6478BD642Full;
+    key ^= (uint64_t)kreg_enabled(&K_SILUQ_V4) * 0xE7037ED1A0B428DBull;
     return gpu_graphs_begin(g->graphs, key, g->stream);
 }
 

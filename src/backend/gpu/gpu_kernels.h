@@ -100,6 +100,11 @@ void gk_actq_int8(void *s, int8_t *xq, float *xs, const float *x, int M, int k, 
  * gk_actq_int8(out) would make them (bitwise), in one launch. */
 void gk_silu_actq_int8(void *s, float *out, int8_t *xq, float *xs, const float *gate, const float *up, int M, int k,
                        int kp);
+/* gk_silu_actq_int8 through its register-resident kernel where the row fits
+ * (on by default; off: the two-pass kernel, the same bits), and the number
+ * of such launches. */
+void gk_silu_actq_v4_set(int on);
+unsigned long long gk_silu_actq_v4_launches(void);
 int gk_int8_gemv_ok(const gk_weight *w);
 int gk_int8_gemm_ok(const gk_weight *w);
 void gk_int8_gemv(void *s, float *y, const int8_t *xq, const float *xs, const gk_weight *w, int M, int kp);

@@ -102,6 +102,58 @@ __global__ void __launch_bounds__(AQ_T8)
     if (threadIdx.x == 0) xs[m] = s;
 }
 
+/* dl_k_silu_actq_int8 for rows that fit the block's registers (d % 4 == 0,
+ * 16-byte aligned rows, kp <= 4 * AQ_T8 * NV): each thread loads its NV
+ * float4 chunks c = tid + j * AQ_T8 of gate and up at once (one round trip
+ * instead of one per chunk and pass), keeps h = SiLU(gate) * up in
+ * registers for the amax and the codes, and writes h and the codes of the
+ * same chunks. Bitwise dl_k_silu_actq_int8: the same h per element, the
+ * same amax (a max ignores order), the same scale and codes; every
+ * element is still read and written by one thread, after the loads and
+ * before nothing else reads it (out may alias gate or up). */
+template <int NV>
+__global__ void __launch_bounds__(AQ_T8)
+    dl_k_silu_actq_v4(float *__restrict__ out, int8_t *__restrict__ xq, float *__restrict__ xs,
+                      const float *__restrict__ gate, const float *__restrict__ up, int k, int kp) {
+    dl_pdl_enter();
+    __shared__ float red[AQ_T8 / 16 + 1];
+    const int64_t m = blockIdx.x;
+    const float4 *gr = (const float4 *)(gate + m * k), *ur = (const float4 *)(up + m * k);
+    float4 *orow = (float4 *)(out + m * k);
+    const int n4 = k / 4;
+    float4 g4[NV], u4[NV];
+#pragma unroll
+    for (int j = 0; j < NV; j++) {
+        const int c = threadIdx.x + j * AQ_T8;
+        g4[j] = c < n4 ? gr[c] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        u4[j] = c < n4 ? ur[c] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+    float a = 0.0f;
+#pragma unroll
+    for (int j = 0; j < NV; j++) {
+        const int c = threadIdx.x + j * AQ_T8;
+        if (c >= n4) continue;
+        float4 h;
+        h.x = dl_silu_mul1(g4[j].x, u4[j].x), h.y = dl_silu_mul1(g4[j].y, u4[j].y);
+        h.z = dl_silu_mul1(g4[j].z, u4[j].z), h.w = dl_silu_mul1(g4[j].w, u4[j].w);
+        g4[j] = h;
+        orow[c] = h;
+        a = fmaxf(fmaxf(a, fmaxf(fabsf(h.x), fabsf(h.y))), fmaxf(fabsf(h.z), fabsf(h.w)));
+    }
+    const float amax = dl_block_max(a, red);
+    const float s = amax > 0.0f ? amax / 127.0f : 1.0f;
+    uint32_t *q = (uint32_t *)(xq + m * kp);
+#pragma unroll
+    for (int j = 0; j < NV; j++) {
+        const int c = threadIdx.x + j * AQ_T8;
+        if (c < n4)
+            q[c] = dl_q8(g4[j].x, s) | (dl_q8(g4[j].y, s) << 8) | (dl_q8(g4[j].z, s) << 16) | (dl_q8(g4[j].w, s) << 24);
+        else if (c < kp / 4)
+            q[c] = 0u; /* padding codes: dl_q8(0) */
+    }
+    if (threadIdx.x == 0) xs[m] = s;
+}
+
 /* Nearest e4m3fn value of a (finite), RNE, saturating at +-448. */
 static __device__ __forceinline__ float e4m3_round(float a) {
     float s = a < 0.0f ? -1.0f : 1.0f;
@@ -140,8 +192,25 @@ extern "C" void gk_actq_int8(void *s, int8_t *xq, float *xs, const float *x, int
     dl_launch(dl_k_actq_int8, grid, AQ_T8, 0, (cudaStream_t)s, xq, xs, x, k, kp);
 }
 
+/* Launches of the register-resident silu_actq (gk_silu_actq_v4_set: on by
+ * default; off runs the two-pass kernel, the same bits) and their count. */
+static int g_sq_v4 = 1;
+static unsigned long long g_sq_v4_n;
+extern "C" void gk_silu_actq_v4_set(int on) { g_sq_v4 = on != 0; }
+extern "C" unsigned long long gk_silu_actq_v4_launches(void) { return g_sq_v4_n; }
+
 extern "C" void gk_silu_actq_int8(void *s, float *out, int8_t *xq, float *xs, const float *gate, const float *up, int M,
                                   int k, int kp) {
+    const int nv = DL_CDIV(kp / 4, AQ_T8); /* float4 chunks per thread */
+    const bool al = (((uintptr_t)out | (uintptr_t)gate | (uintptr_t)up) & 15) == 0; /* 16-byte rows */
+    const bool v4 = g_sq_v4 && k % 4 == 0 && al && nv <= 4;
+    if (v4) {
+        g_sq_v4_n++;
+        auto kern = nv <= 1 ? dl_k_silu_actq_v4<1> : nv == 2 ? dl_k_silu_actq_v4<2> : nv == 3 ? dl_k_silu_actq_v4<3>
+                                                                                            : dl_k_silu_actq_v4<4>;
+        dl_launch(kern, dim3((unsigned)M), AQ_T8, 0, (cudaStream_t)s, out, xq, xs, gate, up, k, kp);
+        return;
+    }
     dl_launch(dl_k_silu_actq_int8, dim3((unsigned)M), AQ_T8, 0, (cudaStream_t)s, out, xq, xs, gate, up, k, kp);
 }
 
