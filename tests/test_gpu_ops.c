@@ -427,7 +427,7 @@ static void attn_tiled(cache *cg, int nh, int nt, float *dq, float *dout, float 
     kreg_reset_switches();
 }
 
-/* GPU split attention on the current batch seven times, each into a
+/* GPU split attention on the current batch eight times, each into a
  * poisoned (NaN) dout, each pass switching more off: 0 the fused combine
  * (the last segment block merges; main opts in with DOTLM_GPU_ATTN_FUSE=1);
  * 1 GN ".attention.fused_combine" off (the combine kernel, its loads in one
@@ -435,7 +435,9 @@ static void attn_tiled(cache *cg, int nh, int nt, float *dq, float *dout, float 
  * loads); 3 GN ".attention.combine_wide" off too (the combine's first
  * form); 4 GN ".attention.idx_prewait" off too (the split kernels' indices
  * loaded after the PDL wait); 5 and 6 at most 1 and 2 query heads per split
- * block (gk_attn_gb_set: another grid, the same arithmetic). Each pass
+ * block (gk_attn_gb_set: another grid, the same arithmetic); 7 no cap and
+ * GN ".attention.split_heads" off too (whole GQA groups per block, which
+ * must not count there). Each pass
  * begins the batch anew: the backend reads the switches at begin(). Every
  * output must be bitwise equal to pass 1's, pass 0's also to og (the
  * default dispatch's output). Counters: when a row has several segments
@@ -453,12 +455,12 @@ static void attn_fused_check(cache *cg, const dl_batch *b, int nh, int multi, fl
     const float sc = 1.0f / sqrtf((float)hd);
     float *poison = malloc(n * 4), *of = malloc(n * 4), *oc = malloc(n * 4), *ox = malloc(n * 4);
     memset(poison, 0xff, n * 4);
-    static const char *const off[7] = {GN ".attention.warm", GN ".attention.fused_combine",
+    static const char *const off[8] = {GN ".attention.warm", GN ".attention.fused_combine",
                                        GN ".attention.combine_rt", GN ".attention.combine_wide",
-                                       GN ".attention.idx_prewait", "", ""};
-    for (int pass = 0; pass < 7; pass++) {
+                                       GN ".attention.idx_prewait", "", "", GN ".attention.split_heads"};
+    for (int pass = 0; pass < 8; pass++) {
         if (*off[pass]) kreg_disable(off[pass]); /* added to the earlier passes' */
-        if (pass >= 5) ATTN_GB_SET(pass == 5 ? 1 : 2);
+        ATTN_GB_SET(pass == 5 ? 1 : pass == 6 ? 2 : 0);
         CHECK(gpu->begin(gpu, b, &cg->kv) == 0);
         kreg_reset_counts();
         gpu->from_host(gpu, dout, poison, n * 4);
@@ -476,6 +478,9 @@ static void attn_fused_check(cache *cg, const dl_batch *b, int nh, int multi, fl
         else if (multi) CHECKF(nf > 0, "fused combine not counted (nt=%d hd=%d)", nt, hd);
         if (pass == 0 || pass >= 3) CHECKF(nw == 0, "wide combine counted in pass %d (nt=%d hd=%d)", pass, nt, hd);
         else if (multi) CHECKF(nw > 0, "wide combine not counted in pass %d (nt=%d hd=%d)", pass, nt, hd);
+        if (pass == 7)
+            CHECKF(kreg_count(GN ".attention.split_heads") == 0, "split_heads counted while off (nt=%d nh=%d hd=%d)",
+                   nt, nh, hd);
         if (pass != 1) CHECKF(nr == 0, "one-round-trip combine counted in pass %d (nt=%d hd=%d)", pass, nt, hd);
         else if (multi) CHECKF(nr > 0, "one-round-trip combine not counted (nt=%d hd=%d)", nt, hd);
     }
@@ -487,9 +492,10 @@ static void attn_fused_check(cache *cg, const dl_batch *b, int nh, int multi, fl
     free(poison), free(of), free(oc), free(ox);
 }
 
-/* DOTLM_GPU_DIAG_SKIP: a list with an unknown group refuses the backend
- * with a message naming it (no GPU state left behind); a valid one is
- * accepted. */
+/* DOTLM_GPU_DIAG_SKIP: a list with an unknown group or a malformed shape
+ * refuses the backend with a message naming it (no GPU state left behind);
+ * a valid one is accepted, and a matmul:NxK entry leaves out exactly the
+ * GEMVs of that shape. */
 static void test_diag_env(void) {
 #if defined(DOTLM_CUDA) || defined(DOTLM_HIP)
     setenv("DOTLM_GPU_DIAG_SKIP", "norm,bogus", 1);
@@ -498,10 +504,42 @@ static void test_diag_env(void) {
     CHECKF(strstr(dl_errmsg(), "'bogus'") != NULL, "DOTLM_GPU_DIAG_SKIP error does not name the group: %s",
            dl_errmsg());
     if (bad) bad->destroy(bad);
+    setenv("DOTLM_GPU_DIAG_SKIP", "matmul:64x", 1);
+    bad = gpu_backend_create(GN);
+    CHECK(bad == NULL);
+    CHECKF(strstr(dl_errmsg(), "matmul:NxK") != NULL, "a bad matmul shape is not explained: %s", dl_errmsg());
+    if (bad) bad->destroy(bad);
     setenv("DOTLM_GPU_DIAG_SKIP", "norm,combine", 1);
     dl_backend *ok = gpu_backend_create(GN);
     CHECKF(ok != NULL, "DOTLM_GPU_DIAG_SKIP=norm,combine refused: %s", dl_errmsg());
     if (ok) ok->destroy(ok);
+    /* a launch shape: GEMVs of 64 x 32 are left out (their output keeps
+     * its poison), those of 48 x 32 still run */
+    setenv("DOTLM_GPU_DIAG_SKIP", "matmul:64x32", 1);
+    ok = gpu_backend_create(GN);
+    CHECKF(ok != NULL, "DOTLM_GPU_DIAG_SKIP=matmul:64x32 refused: %s", dl_errmsg());
+    if (ok) {
+        dl_weight w64 = make_w(DT_F32, 64, 32, 32, WS_NONE, ACT_NATIVE, 0), w48 = make_w(DT_F32, 48, 32, 32, WS_NONE,
+                                                                                          ACT_NATIVE, 0);
+        float x[32], y[64], poison[64];
+        fill(x, 32, 1.0f);
+        memset(poison, 0xff, sizeof poison);
+        CHECK(ok->upload(ok, &w64) == 0 && ok->upload(ok, &w48) == 0);
+        float *dx = ok->alloc(ok, sizeof x), *dy = ok->alloc(ok, sizeof y);
+        ok->from_host(ok, dx, x, sizeof x);
+        for (int i = 0; i < 2; i++) {
+            dl_weight *w = i ? &w48 : &w64;
+            ok->from_host(ok, dy, poison, sizeof poison);
+            ok->matmul(ok, dy, dx, w, 1);
+            CHECK(ok->sync(ok) == 0 && ok->to_host(ok, y, dy, (size_t)w->n * 4) == 0);
+            const int kept = !memcmp(y, poison, (size_t)w->n * 4);
+            CHECKF(kept == !i, "matmul:64x32: the %lldx32 GEMV was %s", (long long)w->n, i ? "left out" : "run");
+        }
+        ok->free(ok, dx), ok->free(ok, dy);
+        ok->release(ok, &w64), ok->release(ok, &w48);
+        free_w(&w64), free_w(&w48);
+        ok->destroy(ok);
+    }
     unsetenv("DOTLM_GPU_DIAG_SKIP");
 #endif
 }

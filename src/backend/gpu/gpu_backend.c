@@ -22,6 +22,7 @@
 #else
 #define GPU_NAME "cuda"
 #endif
+#define DG_MAXSHAPE 4 /* DOTLM_GPU_DIAG_SKIP matmul:NxK entries at most */
 #define KN(s) GPU_NAME "." s
 
 static kreg_kernel K_GEMV[5] = {
@@ -89,6 +90,9 @@ static kreg_kernel K_ATT_WARM =
 static kreg_kernel K_NORM_PRE =
     KREG_KERNEL(KN("norm_prewait"), "wide-row (add+)RMSNorm and qk_rope_kv loading their norm weights (and the "
                                     "position, cache page) before their PDL wait");
+static kreg_kernel K_ATT_GBR =
+    KREG_KERNEL(KN("attention.split_heads"), "split-KV decode launches with fewer query heads per block than the "
+                                             "GQA group (grid rule, or the DOTLM_GPU_ATTN_GB cap); off: whole groups");
 static kreg_kernel K_SILUQ_V4 =
     KREG_KERNEL(KN("silu_actq_v4"), "silu_actq with its rows held in registers: one load round trip (rows of up "
                                     "to 16384; off: the two-pass kernel, the same bits)");
@@ -132,6 +136,7 @@ typedef struct {
     int att_ipre;     /* cuda.attention.idx_prewait on, at begin() (part of graph keys) */
     int att_crt;      /* cuda.attention.combine_rt on, at begin() (part of graph keys) */
     int att_gb;       /* gk_attn_gb_get() at begin() (part of graph keys: the split grid) */
+    int att_gbr;      /* cuda.attention.split_heads on, at begin() (part of graph keys) */
     int gu_silu;      /* cuda.gate_up_silu at begin() (part of graph keys) */
     int att_warm_opt; /* DOTLM_GPU_ATTN_WARM=1: the early K/V loads of the decode attention are opted in */
     int att_warm;     /* opted in, cuda.attention.warm on and every token of the batch of its own sequence, at
@@ -140,6 +145,9 @@ typedef struct {
     int att_qk;       /* opted in, cuda.attention.qk_rope on and every token of the batch of its own sequence, at
                        * begin() (part of graph keys) */
     unsigned diag;    /* DOTLM_GPU_DIAG_SKIP: DG_* groups of launches left out (timing diagnostics only) */
+    int ndshape;      /* DOTLM_GPU_DIAG_SKIP matmul:NxK entries: GEMV launches of those shapes left out */
+    int64_t dshape[DG_MAXSHAPE][2];
+    int64_t mm_n, mm_k; /* the matmul launch being made: rows of all its weights, k (for dshape) */
     /* pinned staging, double-buffered */
     int32_t *h_stage[2];
     size_t h_stage_cap[2];
@@ -200,7 +208,7 @@ static void i8ks_count(gpu_impl *g, unsigned long long before) {
 static void norm_pre_count(gpu_impl *g, unsigned long long before) {
     for (unsigned long long n = gk_norm_prewait_launches() - before; n > 0; n--) hit(g, &K_NORM_PRE);
 }
-/* DOTLM_GPU_DIAG_SKIP=norm,qkrope,attn,combine,silu,actq,matmul (any subset):
+/* DOTLM_GPU_DIAG_SKIP=norm,qkrope,attn,combine,silu,actq,matmul,matmul:NxK (any subset):
  * the launches of those groups are not made at all, so a decode step's
  * time can be compared with and without them (what each costs on the
  * critical path, PDL overlap included; there is no profiler on the test
@@ -213,9 +221,10 @@ static const struct {
 } DG_NAMES[] = {{"norm", DG_NORM},     {"qkrope", DG_QKROPE}, {"attn", DG_ATTN},
                 {"combine", DG_COMBINE}, {"silu", DG_SILU},   {"matmul", DG_MATMUL}, {"actq", DG_ACTQ}};
 
-/* Parses the DOTLM_GPU_DIAG_SKIP list e (NULL: 0); unknown names are an
- * error (returns -1 and names them). */
-static long diag_parse(const char *e) {
+/* Parses the DOTLM_GPU_DIAG_SKIP list e (NULL: 0) into the DG_* mask it
+ * returns and g's shape filters; unknown names are an error (returns -1 and
+ * names them). */
+static long diag_parse(const char *e, gpu_impl *g) {
     long m = 0;
     if (!e) return 0;
     char *buf = strdup(e); /* the whole list, however long */
@@ -224,6 +233,20 @@ static long diag_parse(const char *e) {
         return -1;
     }
     for (char *sv = NULL, *t = strtok_r(buf, ", ", &sv); t && m >= 0; t = strtok_r(NULL, ", ", &sv)) {
+        long long dn = 0, dk = 0;
+        char tail = 0;
+        if (!strncmp(t, "matmul:", 7)) { /* one launch shape: all its weights' rows x k */
+            if (sscanf(t + 7, "%lldx%lld%c", &dn, &dk, &tail) != 2 || dn <= 0 || dk <= 0 || g->ndshape == DG_MAXSHAPE) {
+                dl_err("DOTLM_GPU_DIAG_SKIP: '%s': want matmul:NxK (rows of the launch's weights x k; at most %d)", t,
+                       DG_MAXSHAPE);
+                m = -1;
+            } else {
+                g->dshape[g->ndshape][0] = dn;
+                g->dshape[g->ndshape][1] = dk;
+                g->ndshape++;
+            }
+            continue;
+        }
         size_t i = 0;
         while (i < sizeof DG_NAMES / sizeof DG_NAMES[0] && strcmp(DG_NAMES[i].name, t)) i++;
         if (i == sizeof DG_NAMES / sizeof DG_NAMES[0]) {
@@ -239,7 +262,7 @@ static long diag_parse(const char *e) {
 
 /* 1 if kernel k's launches are left out (DOTLM_GPU_DIAG_SKIP). */
 static int diag_skip(const gpu_impl *g, const kreg_kernel *k) {
-    if (!g->diag) return 0;
+    if (!g->diag && !g->ndshape) return 0;
     unsigned b = 0;
     if (k == &K_ADD_RMS || k == &K_RMS) b = DG_NORM;
     else if (k == &K_QKROPE) b = DG_QKROPE;
@@ -247,8 +270,11 @@ static int diag_skip(const gpu_impl *g, const kreg_kernel *k) {
     else if (k == &K_SILU || k == &K_SILUQ) b = DG_SILU;
     else if (k == &K_AQ_I8 || k == &K_AQ_F8) b = DG_ACTQ;
     else if (k == &K_MULTI || k == &K_I8_MULTI || k == &K_GU_SILU || k == &K_I8_GEMV || k == &K_DOT2 ||
-             (k >= &K_GEMV[0] && k < &K_GEMV[5]))
+             (k >= &K_GEMV[0] && k < &K_GEMV[5])) {
         b = DG_MATMUL;
+        for (int i = 0; i < g->ndshape; i++)
+            if (g->dshape[i][0] == g->mm_n && g->dshape[i][1] == g->mm_k) return 1;
+    }
     return (g->diag & b) != 0;
 }
 
@@ -490,6 +516,7 @@ static int gpu_begin(dl_backend *be, const dl_batch *b, const dl_kvcache *kv) {
     g->att_ipre = kreg_enabled(&K_ATT_IPRE);
     g->att_crt = kreg_enabled(&K_ATT_CRT);
     g->att_gb = gk_attn_gb_get();
+    g->att_gbr = kreg_enabled(&K_ATT_GBR);
     g->gu_silu = kreg_enabled(&K_GU_SILU);
     /* opt-in: measured slower in decode (H200, 2026-11-30, Qwen3-8B at 512, one
      * run: fp8 247.6 tok/s with it, 254.3 without; bf16 183.0 / 192.0; with PDL
@@ -674,6 +701,7 @@ static int prep_act(gpu_impl *g, gpu_act *a, const float *x, const dl_weight *w,
 /* y = a W^T for a prepared activation (one weight). */
 static void matmul_prepared(gpu_impl *g, float *y, const gpu_act *a, const dl_weight *w, int M) {
     const gk_weight *gk = &((const gpu_weight *)w->dev)->g;
+    g->mm_n = gk->n, g->mm_k = gk->k;
     if (is_w8a8(w)) {
         if (M <= GEMV_BATCH_M && gk_int8_gemv_ok(gk) && use(g, &K_I8_GEMV))
             for (int r0 = 0; r0 < M; r0 += GEMV_MAX_M) {
@@ -755,6 +783,8 @@ static void gpu_matmul_n(dl_backend *be, float *const *ys, const float *x, const
             mw.y[i] = ys[i];
         }
         const int64_t K = ws[0]->k;
+        g->mm_n = 0, g->mm_k = K;
+        for (int i = 0; i < n; i++) g->mm_n += ws[i]->n;
         if (is_w8a8(ws[0])) {
             if (gk_int8_gemv_multi_ok(&mw) && kreg_enabled(&K_I8_GEMV) && use(g, &K_I8_MULTI)) {
                 for (int r0 = 0; r0 < M; r0 += GEMV_MAX_M) {
@@ -814,7 +844,7 @@ static gk_attn att_desc(gpu_impl *g, const dl_kvcache *kv, int layer, int nh, fl
                      .scale = scale, .kc = kv->k[layer], .vc = kv->v[layer], .seq = d_seq(g), .pos = d_pos(g),
                      .btab = g->d_btab, .fuse = g->fuse_att, .cwide = g->att_cw,
                      .crt = g->att_crt && g->att_cw && (g->maxlen + GK_ATTN_SEG - 1) / GK_ATTN_SEG <= GK_ATTN_RT_MAXSEG,
-                     .ipre = g->att_ipre,
+                     .ipre = g->att_ipre, .gbrule = g->att_gbr,
                      .diag_nocombine = (g->diag & DG_COMBINE) != 0};
 }
 
@@ -826,6 +856,7 @@ static void att_split(gpu_impl *g, float *out, const float *q, gk_attn *a, const
     if (ws && ensure_att_ws(g, ws)) return;
     (void)use(g, &K_ATT_SPLIT);
     int fused = 0;
+    const unsigned long long nar0 = gk_attn_narrow_launches();
     if (qk) {
         TIMED(g, &K_ATT_QK, fused = gk_attn_split_qk(g->stream, out, q, a, qk, g->wsa));
     } else {
@@ -833,6 +864,7 @@ static void att_split(gpu_impl *g, float *out, const float *q, gk_attn *a, const
         if (!a->warm && a->ipre) (void)use(g, &K_ATT_IPRE); /* else the warm loads come first anyway */
         TIMED(g, &K_ATT_SPLIT, fused = gk_attn_split(g->stream, out, q, a, g->wsa));
     }
+    for (unsigned long long n = gk_attn_narrow_launches() - nar0; n > 0; n--) hit(g, &K_ATT_GBR);
     if (fused) (void)use(g, &K_ATT_FUSE);
     else if (ws && a->cwide) { /* several segments: the combine kernel ran */
         (void)use(g, &K_ATT_CW);
@@ -911,6 +943,7 @@ static void gpu_gate_up_silu(dl_backend *be, float *out, float *gate_buf, float 
         mw.w[0] = ((const gpu_weight *)gate->dev)->g;
         mw.w[1] = ((const gpu_weight *)up->dev)->g;
         const int64_t K = gate->k, n = gate->n;
+        g->mm_n = 2 * n, g->mm_k = K;
         gpu_act a;
         if (gk_gemv_silu_ok(&mw, M < GEMV_MAX_M ? M : GEMV_MAX_M) && (M <= GEMV_MAX_M || (K & 3) == 0)) {
             if (prep_act(g, &a, x, gate, M)) return;
@@ -1046,6 +1079,7 @@ static int gpu_graph_begin(dl_backend *be, uint64_t key) {
     key ^= (uint64_t)g->att_ipre * 0x2545F4914F6CDD1Dull;
     key ^= (uint64_t)g->att_crt * 0x4CF5AD432745937Full;
     key ^= (uint64_t)g->att_gb * 0x9E6C63D0676A9A99ull;
+    key ^= (uint64_t)g->att_gbr * 0x1D8E4E27C47D124Full;
     key ^= (uint64_t)g->gu_silu * 0x94D049BB133111EBull;
     key ^= (uint64_t)g->att_qk * 0xBF58476D1CE4E5B9ull;
     key ^= (uint64_t)g->att_warm * 0xD6E8FEB86659FD93ull;
@@ -1113,13 +1147,13 @@ dl_backend *gpu_backend_create(const char *name) {
     g->att_warm_opt = aw && atoi(aw) != 0;
     const char *agb = getenv("DOTLM_GPU_ATTN_GB");
     if (agb) gk_attn_gb_set(atoi(agb));
-    const long dg = diag_parse(getenv("DOTLM_GPU_DIAG_SKIP"));
+    const long dg = diag_parse(getenv("DOTLM_GPU_DIAG_SKIP"), g);
     if (dg < 0) {
         gpu_destroy(be);
         return NULL;
     }
     g->diag = (unsigned)dg;
-    if (g->diag)
+    if (g->diag || g->ndshape)
         fprintf(stderr, "dotlm: DOTLM_GPU_DIAG_SKIP=%s: those launches are left out, so every output is wrong "
                         "(timing diagnostics only)\n", getenv("DOTLM_GPU_DIAG_SKIP"));
     be->name = GPU_NAME;

@@ -197,6 +197,9 @@ typedef struct {
     int ipre; /* 1: the split and combine kernels read the position, the sequence and the warp's first cache
                * page before their PDL wait (uploaded before the forward's first kernel; same results;
                * cuda.attention.idx_prewait) */
+    int gbrule; /* 1: the split kernel's query heads per block follow the grid rule (fewer than the GQA
+                 * group on small grids; cuda.attention.split_heads); 0: the whole group (or the
+                 * gk_attn_gb_set cap); same arithmetic either way */
     int diag_nocombine; /* 1: the combine kernel is not launched (DOTLM_GPU_DIAG_SKIP=combine: timing
                          * diagnostics only; the output is then wrong) */
 } gk_attn;
@@ -231,6 +234,10 @@ size_t gk_attn_split_ws(const gk_attn *a);
  * keys its graph recordings on gk_attn_gb_get(). */
 void gk_attn_gb_set(int n);
 int gk_attn_gb_get(void);
+/* Split launches (gk_attn_split, gk_attn_split_qk) made with fewer query
+ * heads per block than the GQA group's full chunk, by the grid rule or the
+ * cap. */
+unsigned long long gk_attn_narrow_launches(void);
 int gk_attn_split_ok(const gk_attn *a);
 int gk_attn_split(void *s, float *out, const float *q, const gk_attn *a, void *ws);
 /* Split-KV decode with the q/k norm + RoPE + KV write of the batch's

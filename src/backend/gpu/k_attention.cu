@@ -865,6 +865,7 @@ extern "C" int gk_attn_ok(int hd) { return hd > 0 && hd <= AT_MAXD && hd % 2 == 
  * gm >= gb. Returns 0 when the shape cannot take 16-byte K/V loads. */
 typedef struct {
     int lt, cpl, gb, gm;
+    int gfull; /* the group's full head chunk (gb without the rule or the cap) */
 } da_cfg;
 
 /* Cap on the query heads per split block (gk_attn_gb_set; 0: by the rule
@@ -872,6 +873,8 @@ typedef struct {
 static int g_da_gbmax = 0;
 extern "C" void gk_attn_gb_set(int n) { g_da_gbmax = n > 0 ? n : 0; }
 extern "C" int gk_attn_gb_get(void) { return g_da_gbmax; }
+static unsigned long long g_da_narrow_n; /* launches with gb < gfull */
+extern "C" unsigned long long gk_attn_narrow_launches(void) { return g_da_narrow_n; }
 
 /* Multiprocessors of the current device (queried once; 80 if the query
  * fails: only the heads-per-block rule uses it). */
@@ -908,6 +911,7 @@ static int da_pick(const gk_attn *a, da_cfg *c, bool rule = true) {
     const int G = a->nh / a->nkv;
     int gb = G < gmax ? G : gmax;
     while (G % gb) gb--;
+    c->gfull = gb;
     /* the register slots of gb heads (a power of two), and the keys per
      * lane per batch they give; the batch sets the online softmax's steps,
      * so a smaller gb is taken only where it keeps the same kb */
@@ -916,7 +920,7 @@ static int da_pick(const gk_attn *a, da_cfg *c, bool rule = true) {
     int want = gb;
     if (g_da_gbmax > 0) {
         want = g_da_gbmax;
-    } else if (rule && a->maxlen > GK_ATTN_SEG) {
+    } else if (rule && a->gbrule && a->maxlen > GK_ATTN_SEG) {
         /* Heads per block by the expected number of working blocks: a
          * block's warps run its heads one after another on their keys, so
          * with few blocks (short contexts) every SM holds one or two and
@@ -1032,6 +1036,7 @@ static int da_split(cudaStream_t st, float *out, const float *q, const gk_attn *
     const int fused = nseg > 1 && a->fuse && ngrp <= GK_ATTN_NCNT;
     float *w = nseg > 1 ? (float *)((char *)ws + DA_CNT_BYTES) : nullptr;
     unsigned int *cnt = fused ? (unsigned int *)ws : nullptr;
+    if (c.gb < c.gfull) g_da_narrow_n++;
     if (a->kv_f16) {
         if (c.cpl == 1) da_launch_gm<1, 1>(st, out, q, a, &c, nseg, w, cnt, qk);
         else da_launch_gm<1, 2>(st, out, q, a, &c, nseg, w, cnt, qk);

@@ -1033,12 +1033,16 @@ static void gv_un(const gv_call &c) {
  * (measured on the H200, 2026-11-30, % of copy bandwidth on 5120x17408 /
  * 17408x5120 / 6144x5120: M = 1 66/66/55 against 66/59/52 with 2 rows;
  * M = 2 47/53/43 against 27/36/27; M = 8 13/17/14 against 7/10/8), other
- * 8-bit weights 2 rows, 16/32-bit weights 1 row at M = 1 (most bytes in
- * flight) and 4 at M > 1 (each activation load shared by 4 rows). */
+ * 8-bit weights 2 rows, 16-bit weights 2 rows at M = 1 and 32-bit 1, 4
+ * at M > 1 (each activation load shared by 4 rows). 16-bit at M = 1 took
+ * 1 row (U = 4: a warp's whole K slice requested before the PDL wait on
+ * q/k/v and o_proj) until the H200 measured 2 rows (U = 2) faster in a
+ * decode step (2026-12-01, bf16 Qwen3-8B at 512: 208.9 / 212.8 tok/s
+ * against 203.5 / 203.7; bench/h200-2026-12-01/run5). */
 template <int DT, int MR>
 static void gv_rows(const gv_call &c) {
     int r = MR == 1 ? c.cfg.r1 : c.cfg.rm;
-    if (!r) r = dl_wt<DT>::VEC >= 16 ? (dl_is_fp8(DT) ? 4 : 2) : (MR == 1 ? 1 : 4);
+    if (!r) r = dl_wt<DT>::VEC >= 16 ? (dl_is_fp8(DT) ? 4 : 2) : MR > 1 ? 4 : dl_wt<DT>::VEC == 8 ? 2 : 1;
     if (c.silu && r == 1) r = 2; /* a pair needs one gate and one up row per warp */
     if (r == 4) return gv_un<DT, MR, 4>(c);
     if constexpr (MR == 1) {
