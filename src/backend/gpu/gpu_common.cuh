@@ -192,6 +192,14 @@ static __device__ __forceinline__ uint32_t dl_q8(float v, float s) {
     return (uint32_t)((int)r & 255);
 }
 
+/* The W8A8 per-token scale of a row whose largest |value| is amax (1 for
+ * an all-zero row), and four codes dl_q8(v., s) packed into one word, x in
+ * the low byte: the one definition every quantizing kernel uses. */
+static __device__ __forceinline__ float dl_q8_scale(float amax) { return amax > 0.0f ? amax / 127.0f : 1.0f; }
+static __device__ __forceinline__ uint32_t dl_q8x4(float x, float y, float z, float w, float s) {
+    return dl_q8(x, s) | dl_q8(y, s) << 8 | dl_q8(z, s) << 16 | dl_q8(w, s) << 24;
+}
+
 /* SiLU(g) * u, the one expression every kernel that makes an MLP's hidden
  * activation uses (so fused and separate kernels agree bitwise). */
 static __device__ __forceinline__ float dl_silu_mul1(float g, float u) { return g / (1.0f + expf(-g)) * u; }

@@ -33,7 +33,7 @@ __global__ void __launch_bounds__(AQ_T8)
         for (int i = threadIdx.x; i < k; i += blockDim.x) a = fmaxf(a, fabsf(xr[i]));
     }
     const float amax = dl_block_max(a, red);
-    const float s = amax > 0.0f ? amax / 127.0f : 1.0f;
+    const float s = dl_q8_scale(amax);
     uint32_t *q = (uint32_t *)(xq + m * kp); /* kp % 16 == 0: 4-byte aligned rows */
     const int i0 = blockIdx.y * AQ_CH, i1 = min(kp, i0 + AQ_CH);
     for (int i = i0 + 4 * threadIdx.x; i < i1; i += 4 * blockDim.x) {
@@ -47,8 +47,7 @@ __global__ void __launch_bounds__(AQ_T8)
             v2 = i + 2 < k ? xr[i + 2] : 0.0f;
             v3 = i + 3 < k ? xr[i + 3] : 0.0f;
         }
-        q[i / 4] = dl_q8(v0, s) | (dl_q8(v1, s) << 8) | (dl_q8(v2, s) << 16) |
-                   (dl_q8(v3, s) << 24);
+        q[i / 4] = dl_q8x4(v0, v1, v2, v3, s);
     }
     if (blockIdx.y == 0 && threadIdx.x == 0) xs[m] = s;
 }
@@ -78,7 +77,7 @@ __global__ void __launch_bounds__(AQ_T8)
         for (int i = threadIdx.x; i < k; i += blockDim.x) a = fmaxf(a, fabsf(dl_silu_mul1(gr[i], ur[i])));
     }
     const float amax = dl_block_max(a, red);
-    const float s = amax > 0.0f ? amax / 127.0f : 1.0f;
+    const float s = dl_q8_scale(amax);
     uint32_t *q = (uint32_t *)(xq + m * kp);
     for (int i = 4 * threadIdx.x; i < kp; i += 4 * blockDim.x) {
         float v0, v1, v2, v3;
@@ -97,7 +96,7 @@ __global__ void __launch_bounds__(AQ_T8)
             if (i + 2 < k) orow[i + 2] = v2;
             if (i + 3 < k) orow[i + 3] = v3;
         }
-        q[i / 4] = dl_q8(v0, s) | (dl_q8(v1, s) << 8) | (dl_q8(v2, s) << 16) | (dl_q8(v3, s) << 24);
+        q[i / 4] = dl_q8x4(v0, v1, v2, v3, s);
     }
     if (threadIdx.x == 0) xs[m] = s;
 }
@@ -141,13 +140,13 @@ __global__ void __launch_bounds__(AQ_T8)
         a = fmaxf(fmaxf(a, fmaxf(fabsf(h.x), fabsf(h.y))), fmaxf(fabsf(h.z), fabsf(h.w)));
     }
     const float amax = dl_block_max(a, red);
-    const float s = amax > 0.0f ? amax / 127.0f : 1.0f;
+    const float s = dl_q8_scale(amax);
     uint32_t *q = (uint32_t *)(xq + m * kp);
 #pragma unroll
     for (int j = 0; j < NV; j++) {
         const int c = threadIdx.x + j * AQ_T8;
         if (c < n4)
-            q[c] = dl_q8(g4[j].x, s) | (dl_q8(g4[j].y, s) << 8) | (dl_q8(g4[j].z, s) << 16) | (dl_q8(g4[j].w, s) << 24);
+            q[c] = dl_q8x4(g4[j].x, g4[j].y, g4[j].z, g4[j].w, s);
         else if (c < kp / 4)
             q[c] = 0u; /* padding codes: dl_q8(0) */
     }

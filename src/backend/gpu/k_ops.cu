@@ -154,13 +154,13 @@ __global__ void __launch_bounds__(OP_T)
                 a = fmaxf(fmaxf(a, fmaxf(fabsf(v[j].x), fabsf(v[j].y))), fmaxf(fabsf(v[j].z), fabsf(v[j].w)));
         }
         const float amax = dl_block_max(a, red); /* red is reused: it syncs first */
-        const float sc = amax > 0.0f ? amax / 127.0f : 1.0f;
+        const float sc = dl_q8_scale(amax);
         uint32_t *q = (uint32_t *)(xq + r * kp);
 #pragma unroll
         for (int j = 0; j < NV4; j++) {
             const int c = threadIdx.x + j * OP_T;
             if (c < n4)
-                q[c] = dl_q8(v[j].x, sc) | dl_q8(v[j].y, sc) << 8 | dl_q8(v[j].z, sc) << 16 | dl_q8(v[j].w, sc) << 24;
+                q[c] = dl_q8x4(v[j].x, v[j].y, v[j].z, v[j].w, sc);
         }
         for (int c = n4 + threadIdx.x; c < kp / 4; c += blockDim.x) q[c] = 0u;
         if (threadIdx.x == 0) xs[r] = sc;
