@@ -189,25 +189,14 @@ static int use(gpu_impl *g, kreg_kernel *k) {
     return 1;
 }
 
-/* Count the launches `stmt` made with PDL (one cuda.pdl dispatch each). */
-static void pdl_count(gpu_impl *g, unsigned long long before) {
-    for (unsigned long long n = gk_pdl_launches() - before; n > 0; n--) hit(g, &K_PDL);
+/* One dispatch of k per launch a kernel module counted since `before`
+ * (its counter is now `now`): the launches some statement made with PDL,
+ * through the weight ring, with a K split, and so on. */
+static void hits_since(gpu_impl *g, kreg_kernel *k, unsigned long long before, unsigned long long now) {
+    for (unsigned long long n = now - before; n > 0; n--) hit(g, k);
 }
-/* Count the GEMV launches `stmt` made through the weight ring. */
-static void ring_count(gpu_impl *g, unsigned long long before) {
-    for (unsigned long long n = gk_gemv_ring_launches() - before; n > 0; n--) hit(g, &K_RING);
-}
-
-/* Count the W8A8 GEMV launches `stmt` made with a K split. */
-static void i8ks_count(gpu_impl *g, unsigned long long before) {
-    for (unsigned long long n = gk_int8_ksplit_launches() - before; n > 0; n--) hit(g, &K_I8KS);
-}
-
-/* Count the norms `stmt` launched with their weights loaded before the PDL
- * wait. */
-static void norm_pre_count(gpu_impl *g, unsigned long long before) {
-    for (unsigned long long n = gk_norm_prewait_launches() - before; n > 0; n--) hit(g, &K_NORM_PRE);
-}
+/* The launches made with PDL (one cuda.pdl dispatch each). */
+static void pdl_count(gpu_impl *g, unsigned long long before) { hits_since(g, &K_PDL, before, gk_pdl_launches()); }
 /* DOTLM_GPU_DIAG_SKIP=norm,qkrope,attn,combine,silu,actq,matmul,matmul:NxK (any subset):
  * the launches of those groups are not made at all, so a decode step's
  * time can be compared with and without them (what each costs on the
@@ -284,18 +273,23 @@ static int diag_skip(const gpu_impl *g, const kreg_kernel *k) {
         hit((g), (k));                         \
         TIMED(g, k, stmt);                     \
     } while (0)
-/* Same, for a kernel whose kreg_use() was already counted. */
-#define TIMED(g, k, stmt)                                           \
-    do {                                                            \
-        const unsigned long long pdl0_ = gk_pdl_launches();         \
-        const unsigned long long ring0_ = gk_gemv_ring_launches();  \
-        const unsigned long long npre0_ = gk_norm_prewait_launches(); \
-        const unsigned long long i8ks0_ = gk_int8_ksplit_launches(); \
-        if (!diag_skip((g), (k))) GPU_PROF((g)->prof, (k)->name, stmt); \
-        pdl_count((g), pdl0_);                                      \
-        ring_count((g), ring0_);                                    \
-        norm_pre_count((g), npre0_);                                \
-        i8ks_count((g), i8ks0_);                                    \
+/* Same, for a kernel whose kreg_use() was already counted; the launch
+ * forms the kernel modules count (PDL, weight ring, ...) are counted too. */
+#define TIMED(g, k, stmt)                                                     \
+    do {                                                                      \
+        const unsigned long long pdl0_ = gk_pdl_launches();                   \
+        const unsigned long long ring0_ = gk_gemv_ring_launches();            \
+        const unsigned long long npre0_ = gk_norm_prewait_launches();         \
+        const unsigned long long i8ks0_ = gk_int8_ksplit_launches();          \
+        const unsigned long long nar0_ = gk_attn_narrow_launches();           \
+        const unsigned long long sq0_ = gk_silu_actq_v4_launches();           \
+        if (!diag_skip((g), (k))) GPU_PROF((g)->prof, (k)->name, stmt);       \
+        pdl_count((g), pdl0_);                                                \
+        hits_since((g), &K_RING, ring0_, gk_gemv_ring_launches());            \
+        hits_since((g), &K_NORM_PRE, npre0_, gk_norm_prewait_launches());     \
+        hits_since((g), &K_I8KS, i8ks0_, gk_int8_ksplit_launches());          \
+        hits_since((g), &K_ATT_GBR, nar0_, gk_attn_narrow_launches());        \
+        hits_since((g), &K_SILUQ_V4, sq0_, gk_silu_actq_v4_launches());       \
     } while (0)
 
 static void set_err(gpu_impl *g, const char *msg) {
@@ -605,7 +599,7 @@ static int norm_q(gpu_impl *g, float *x, const float *res, float *y, const gpu_w
         GPU_PROF(g->prof, label, ok = gk_norm_q(g->stream, x, res, y, gw->g.data, gw->g.dtype, rows, d, eps, zc,
                                                   (int8_t *)g->qc, (float *)((char *)g->qc + xq_b), kp));
     pdl_count(g, pdl0);
-    norm_pre_count(g, npre0);
+    hits_since(g, &K_NORM_PRE, npre0, gk_norm_prewait_launches());
     if (!ok) return 0;
     (void)use(g, &K_NORMQ);
     g->qc_y = y;
@@ -856,7 +850,6 @@ static void att_split(gpu_impl *g, float *out, const float *q, gk_attn *a, const
     if (ws && ensure_att_ws(g, ws)) return;
     (void)use(g, &K_ATT_SPLIT);
     int fused = 0;
-    const unsigned long long nar0 = gk_attn_narrow_launches();
     if (qk) {
         TIMED(g, &K_ATT_QK, fused = gk_attn_split_qk(g->stream, out, q, a, qk, g->wsa));
     } else {
@@ -864,7 +857,6 @@ static void att_split(gpu_impl *g, float *out, const float *q, gk_attn *a, const
         if (!a->warm && a->ipre) (void)use(g, &K_ATT_IPRE); /* else the warm loads come first anyway */
         TIMED(g, &K_ATT_SPLIT, fused = gk_attn_split(g->stream, out, q, a, g->wsa));
     }
-    for (unsigned long long n = gk_attn_narrow_launches() - nar0; n > 0; n--) hit(g, &K_ATT_GBR);
     if (fused) (void)use(g, &K_ATT_FUSE);
     else if (ws && a->cwide) { /* several segments: the combine kernel ran */
         (void)use(g, &K_ATT_CW);
@@ -909,10 +901,8 @@ static void gpu_silu_mul(dl_backend *be, float *out, const float *gate, const fl
         if (!ensure_dev(g, &g->qc, &g->qc_cap, xq_b + (size_t)rows * 4)) {
             hit(g, &K_SILU);
             (void)use(g, &K_SILUQ);
-            const unsigned long long v40 = gk_silu_actq_v4_launches();
             TIMED(g, &K_SILUQ, gk_silu_actq_int8(g->stream, out, (int8_t *)g->qc, (float *)((char *)g->qc + xq_b),
                                                  gate, up, rows, d, kp));
-            for (unsigned long long n4 = gk_silu_actq_v4_launches() - v40; n4 > 0; n4--) hit(g, &K_SILUQ_V4);
             g->qc_y = out;
             g->qc_rows = rows;
             g->qc_d = d;
