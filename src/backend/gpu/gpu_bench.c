@@ -323,6 +323,33 @@ static double time_op(op_fn fn, void *ctx, int warm, int iters) {
     return ms * 1e-3 / iters;
 }
 
+/* The same `iters` calls captured into one graph and replayed (as a decode
+ * step replays its launches): the GPU-side time of the chain without the
+ * host's launch gaps. Warmed eagerly, then one untimed replay; returns
+ * seconds per call, or 0 when the capture failed (e.g. PDL edges the driver
+ * cannot capture), which the table prints as such. */
+static double time_op_graph(op_fn fn, void *ctx, int warm, int iters) {
+    void *s = gpu_backend_stream(be), *e0 = NULL, *e1 = NULL, *ex = NULL;
+    for (int i = 0; i < warm; i++) fn(ctx, i);
+    if (gpurt_capture_begin(s)) return 0.0;
+    for (int i = 0; i < iters; i++) fn(ctx, i);
+    if (gpurt_capture_end(s, &ex) || !ex) return 0.0;
+    gpurt_event_create(&e0);
+    gpurt_event_create(&e1);
+    double sec = 0.0;
+    if (!gpurt_graph_launch(ex, s)) {
+        gpurt_event_record(e0, s);
+        int ok = !gpurt_graph_launch(ex, s);
+        gpurt_event_record(e1, s);
+        gpurt_event_sync(e1);
+        if (ok) sec = gpurt_event_ms(e0, e1) * 1e-3 / iters;
+    }
+    gpurt_event_destroy(e0);
+    gpurt_event_destroy(e1);
+    gpurt_graph_destroy(ex);
+    return sec;
+}
+
 typedef struct {
     void *dst, *src;
     size_t bytes;
@@ -368,6 +395,7 @@ typedef struct {
     char var[96];
     double gbs, pct, kgbs, kpct;
     double klpct, kppct; /* kernel alone: PDL chain with late triggers; plain launches (no PDL) */
+    double kgpct;        /* kernel alone, the default PDL chain replayed from a graph (0: capture failed) */
     const char *kernel;
 } gemv_row;
 
@@ -560,6 +588,8 @@ int main(int argc, char **argv) {
                     t = time_op(kern_fn, &kc, ncopy, quick ? 10 : 40);
                     gk_pdl_set(pdl_was);
                     r->kppct = 100.0 * wb / t / copy_bw;
+                    t = time_op_graph(kern_fn, &kc, ncopy, quick ? 10 : 40);
+                    r->kgpct = t > 0.0 ? 100.0 * wb / t / copy_bw : 0.0;
                     snprintf(r->var, sizeof r->var, "%s", vlist[v] ? vlist[v] : "current");
                 }
                 gk_gemv_tune(cur_cfg);
@@ -586,6 +616,7 @@ int main(int argc, char **argv) {
         const char *fmt, *set;
         int M;
         double sep, mul, silu; /* % of copy bandwidth (silu < 0: not timed) */
+        double mulg;           /* one launch, the chain replayed from a graph (0: capture failed) */
     } mrows[2 * 3 * 4];
     int nm = 0;
     for (int f = 0; f < 3; f++) {
@@ -638,6 +669,8 @@ int main(int argc, char **argv) {
                 mrows[nm].M = mc.M;
                 mrows[nm].sep = 100.0 * wb / t0s / copy_bw;
                 mrows[nm].mul = 100.0 * wb / t1s / copy_bw;
+                const double tg = time_op_graph(multi_fn, &mc, ncopy, quick ? 10 : 40);
+                mrows[nm].mulg = tg > 0.0 ? 100.0 * wb / tg / copy_bw : 0.0;
                 mrows[nm].silu = -1.0;
                 gk_multi probe = {.count = mset[ms].count, .silu = mc.silu};
                 for (int j = 0; j < mset[ms].count; j++) probe.w[j] = *mc.g[0][j], probe.y[j] = mc.y[j];
@@ -675,17 +708,20 @@ int main(int argc, char **argv) {
     printf("GEMV settings: %s\n", cur_cfg);
     printf("kernel alone, back to back on rotating weight copies: PDL chain with the trigger after the wait (the\n"
            "decode default), with it late (late: after the K loop / at the end, as a GEMV followed by a GEMV; the\n"
-           "rings and the W8A8 GEMV only, the float register loops always trigger early), and plain launches (no PDL)\n");
-    printf("%-10s %-11s %2s %9s %7s %9s %7s %7s %7s  %-26s %s\n", "format", "n x k", "M", "GB/s", "%copy", "kern GB/s",
-           "%copy", "late", "plain", "kernel", "variant");
+           "rings and the W8A8 GEMV only, the float register loops always trigger early), plain launches (no PDL),\n"
+           "and the default chain captured into a graph and replayed (graph: no host launch gaps, as a decode step)\n");
+    printf("%-10s %-11s %2s %9s %7s %9s %7s %7s %7s %7s  %-26s %s\n", "format", "n x k", "M", "GB/s", "%copy",
+           "kern GB/s", "%copy", "late", "plain", "graph", "kernel", "variant");
     for (int i = 0; i < nrows; i++)
-        printf("%-10s %-11s %2d %9.1f %6.1f%% %9.1f %6.1f%% %6.1f%% %6.1f%%  %-26s %s\n", rows[i].fmt, rows[i].shape,
-               rows[i].M, rows[i].gbs, rows[i].pct, rows[i].kgbs, rows[i].kpct, rows[i].klpct, rows[i].kppct,
-               rows[i].kernel, rows[i].var);
+        printf("%-10s %-11s %2d %9.1f %6.1f%% %9.1f %6.1f%% %6.1f%% %6.1f%% %6.1f%%  %-26s %s\n", rows[i].fmt,
+               rows[i].shape, rows[i].M, rows[i].gbs, rows[i].pct, rows[i].kgbs, rows[i].kpct, rows[i].klpct,
+               rows[i].kppct, rows[i].kgpct, rows[i].kernel, rows[i].var);
     printf("\n== multi-weight GEMV, kernels alone (%% of copy bandwidth; weights of the set / time) ==\n");
-    printf("%-10s %-26s %2s %10s %10s %10s\n", "format", "weights", "M", "per-weight", "one launch", "+SiLU");
+    printf("%-10s %-26s %2s %10s %10s %10s %10s\n", "format", "weights", "M", "per-weight", "one launch", "(graph)",
+           "+SiLU");
     for (int i = 0; i < nm; i++) {
-        printf("%-10s %-26s %2d %9.1f%% %9.1f%%", mrows[i].fmt, mrows[i].set, mrows[i].M, mrows[i].sep, mrows[i].mul);
+        printf("%-10s %-26s %2d %9.1f%% %9.1f%% %9.1f%%", mrows[i].fmt, mrows[i].set, mrows[i].M, mrows[i].sep,
+               mrows[i].mul, mrows[i].mulg);
         if (mrows[i].silu >= 0.0) printf(" %9.1f%%", mrows[i].silu);
         printf("\n");
     }
