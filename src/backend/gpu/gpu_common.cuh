@@ -195,6 +195,12 @@ static __device__ __forceinline__ uint32_t dl_q8(float v, float s) {
 /* The W8A8 per-token scale of a row whose largest |value| is amax (1 for
  * an all-zero row), and four codes dl_q8(v., s) packed into one word, x in
  * the low byte: the one definition every quantizing kernel uses. */
+/* max(a, |v.x|, |v.y|, |v.z|, |v.w|): the per-float4 step of every
+ * quantizing kernel's amax (a max ignores order, so any grouping gives the
+ * same value). */
+static __device__ __forceinline__ float dl_amax4(float a, float4 v) {
+    return fmaxf(fmaxf(a, fmaxf(fabsf(v.x), fabsf(v.y))), fmaxf(fabsf(v.z), fabsf(v.w)));
+}
 static __device__ __forceinline__ float dl_q8_scale(float amax) { return amax > 0.0f ? amax / 127.0f : 1.0f; }
 static __device__ __forceinline__ uint32_t dl_q8x4(float x, float y, float z, float w, float s) {
     return dl_q8(x, s) | dl_q8(y, s) << 8 | dl_q8(z, s) << 16 | dl_q8(w, s) << 24;

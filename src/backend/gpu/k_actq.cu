@@ -26,8 +26,7 @@ __global__ void __launch_bounds__(AQ_T8)
     float a = 0.0f;
     if (vec) {
         for (int i = threadIdx.x; i < k / 4; i += blockDim.x) {
-            const float4 v = ((const float4 *)xr)[i];
-            a = fmaxf(fmaxf(a, fmaxf(fabsf(v.x), fabsf(v.y))), fmaxf(fabsf(v.z), fabsf(v.w)));
+            a = dl_amax4(a, ((const float4 *)xr)[i]);
         }
     } else {
         for (int i = threadIdx.x; i < k; i += blockDim.x) a = fmaxf(a, fabsf(xr[i]));
@@ -70,8 +69,8 @@ __global__ void __launch_bounds__(AQ_T8)
     if (vec) {
         for (int i = threadIdx.x; i < k / 4; i += blockDim.x) {
             const float4 g4 = ((const float4 *)gr)[i], u4 = ((const float4 *)ur)[i];
-            a = fmaxf(fmaxf(a, fmaxf(fabsf(dl_silu_mul1(g4.x, u4.x)), fabsf(dl_silu_mul1(g4.y, u4.y)))),
-                      fmaxf(fabsf(dl_silu_mul1(g4.z, u4.z)), fabsf(dl_silu_mul1(g4.w, u4.w))));
+            a = dl_amax4(a, make_float4(dl_silu_mul1(g4.x, u4.x), dl_silu_mul1(g4.y, u4.y), dl_silu_mul1(g4.z, u4.z),
+                                        dl_silu_mul1(g4.w, u4.w)));
         }
     } else {
         for (int i = threadIdx.x; i < k; i += blockDim.x) a = fmaxf(a, fabsf(dl_silu_mul1(gr[i], ur[i])));
@@ -137,7 +136,7 @@ __global__ void __launch_bounds__(AQ_T8)
         h.z = dl_silu_mul1(g4[j].z, u4[j].z), h.w = dl_silu_mul1(g4[j].w, u4[j].w);
         g4[j] = h;
         orow[c] = h;
-        a = fmaxf(fmaxf(a, fmaxf(fabsf(h.x), fabsf(h.y))), fmaxf(fabsf(h.z), fabsf(h.w)));
+        a = dl_amax4(a, h);
     }
     const float amax = dl_block_max(a, red);
     const float s = dl_q8_scale(amax);

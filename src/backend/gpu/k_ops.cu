@@ -150,8 +150,7 @@ __global__ void __launch_bounds__(OP_T)
 #pragma unroll
         for (int j = 0; j < NV4; j++) {
             const int c = threadIdx.x + j * OP_T;
-            if (c < n4)
-                a = fmaxf(fmaxf(a, fmaxf(fabsf(v[j].x), fabsf(v[j].y))), fmaxf(fabsf(v[j].z), fabsf(v[j].w)));
+            if (c < n4) a = dl_amax4(a, v[j]);
         }
         const float amax = dl_block_max(a, red); /* red is reused: it syncs first */
         const float sc = dl_q8_scale(amax);
