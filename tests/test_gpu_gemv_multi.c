@@ -15,6 +15,9 @@
  *  - gk_gemv_silu (gate/up with SiLU(gate) * up from the epilogue) equals
  *    gk_gemv_multi then gk_silu_mul bitwise in every variant, writing
  *    neither gate nor up;
+ *  - the fp8 ring runs only where a row group shares one row of block
+ *    scales: again with scales over 2 rows (bn = 2), where groups of 4 rows
+ *    take the register loop, same bits;
  *  - gk_gemv_multi_ok / gk_int8_gemv_multi_ok refuse mixed jobs, and
  *    gk_gemv_tune refuses unknown knobs without changing anything.
  * Prints "SKIP: no CUDA device" and exits 0 without a GPU backend or device. */
@@ -52,6 +55,10 @@ static float rnd_nz(void) {
 
 enum { CODES_RANDOM = 0, CODES_ALL = 1 };
 
+/* Rows per block-scale block of the weights make_w builds (128; the ring
+ * pass below also takes 2: groups of 4 rows then span two scale rows). */
+static int g_bn = 128;
+
 /* Random weight (never zero values; fp8 never NaN/inf codes) or, for fp8
  * with CODES_ALL, every code in turn (incl. +-0, subnormals, and e4m3 NaN
  * codes; e5m2 inf/NaN codes excluded: the original widening reads them as
@@ -86,13 +93,16 @@ static dl_weight make_w(dl_dtype dt, int64_t n, int64_t k, int64_t ld, dl_wscale
         default: break;
         }
     }
-    int64_t ns = sk == WS_TENSOR ? 1 : sk == WS_CHANNEL ? n : sk == WS_BLOCK ? ((n + 127) / 128) * ((k + 127) / 128) : 0;
+    int64_t ns = sk == WS_TENSOR    ? 1
+                 : sk == WS_CHANNEL ? n
+                 : sk == WS_BLOCK   ? ((n + g_bn - 1) / g_bn) * ((k + 127) / 128)
+                                    : 0;
     float *sc = ns ? malloc((size_t)ns * 4) : NULL;
     for (int64_t i = 0; i < ns; i++) sc[i] = 0.01f * (1.5f + tu_randf(&rs));
     float *b = bias ? malloc((size_t)n * 4) : NULL;
     for (int64_t i = 0; b && i < n; i++) b[i] = rnd_nz();
     return (dl_weight){.name = "t", .dtype = dt, .n = n, .k = k, .ld = ld, .data = d, .scale_kind = sk,
-                       .scale_dtype = DT_F32, .scale = sc, .bn = 128, .bk = 128, .actq = aq, .act_scale = 0.01f,
+                       .scale_dtype = DT_F32, .scale = sc, .bn = g_bn, .bk = 128, .actq = aq, .act_scale = 0.01f,
                        .bias = b, .bias_dtype = DT_F32};
 }
 
@@ -311,7 +321,18 @@ static int variant_spec(int v, int fp8, char *buf, size_t n) {
     return 1;
 }
 
-static void test_multi_and_variants(void) {
+/* Rows per warp a variant spec gives fp8 weights at M (r1 / rm; 0: 4). */
+static int spec_rows_fp8(const char *spec, int M) {
+    const char *p = strstr(spec, M == 1 ? ",r1=" : ",rm=");
+    const int r = p ? atoi(p + 4) : 0;
+    return r ? r : 4;
+}
+
+/* A format whose block scales g_bn varies (the fp8 ring's scale-row pass). */
+static int block_fp8(const fmt *f) { return is_fp8(f->dt) && f->sk == WS_BLOCK; }
+
+/* block_only: fp8 block formats only (run again with other g_bn). */
+static void test_multi_and_variants(int block_only) {
     static const int Ms[] = {1, 2, 4, 8};
     /* (count, n[], k, ld[]): odd and different row counts, padded rows, a
      * partial last K block (k = 400 with bk = 128) */
@@ -328,6 +349,7 @@ static void test_multi_and_variants(void) {
     char saved[256], spec[256];
     gk_gemv_tune_str(saved, sizeof saved);
     for (size_t f = 0; f < sizeof FMTS / sizeof FMTS[0]; f++) {
+        if (block_only && !block_fp8(&FMTS[f])) continue;
         for (size_t s = 0; s < sizeof S / sizeof S[0]; s++) {
             int64_t lds[3];
             for (int i = 0; i < 3; i++) lds[i] = S[s].ld[i];
@@ -363,9 +385,12 @@ static void test_multi_and_variants(void) {
                                    spec, FMTS[f].name, (long long)S[s].k, split ? "not launched" : "unexpected");
                         }
                         /* the weight rings ran exactly where asked for (fp8: ring, W8A8: i8ring)
-                         * and the device can run them */
-                        const int want = (is_fp8(FMTS[f].dt) && M <= 4 && (strstr(spec, ",ring=1") || strstr(spec, ",ring=2"))) ||
-                                         (is_w8a8(&FMTS[f]) && strstr(spec, "i8ring=1"));
+                         * and the device can run them; the fp8 ring only where each group of rows
+                         * reads one row of block scales (g_bn a multiple of the rows per warp) */
+                        const int f8ring = is_fp8(FMTS[f].dt) && M <= 4 &&
+                                           (strstr(spec, ",ring=1") || strstr(spec, ",ring=2")) &&
+                                           (FMTS[f].sk != WS_BLOCK || g_bn % spec_rows_fp8(spec, M) == 0);
+                        const int want = f8ring || (is_w8a8(&FMTS[f]) && strstr(spec, "i8ring=1"));
                         if (want && gk_gemv_ring_supported())
                             CHECKF(gk_gemv_ring_launches() > ring0, "variant %s %s: no ring launch", spec,
                                    FMTS[f].name);
@@ -397,7 +422,8 @@ static void test_multi_and_variants(void) {
  * format, odd and even row counts, rows whose K is split over warps, M = 1..8
  * and every variant, out is bitwise gk_gemv_multi then gk_silu_mul; the
  * gate/up buffers are left untouched and nothing is written past out. */
-static void test_gate_up_silu(void) {
+/* block_only: fp8 block formats only (run again with other g_bn). */
+static void test_gate_up_silu(int block_only) {
     static const struct {
         int n;
         int64_t k, ld;
@@ -408,6 +434,7 @@ static void test_gate_up_silu(void) {
     void *st = gpu_backend_stream(gpu);
     for (size_t f = 0; f < sizeof FMTS / sizeof FMTS[0]; f++) {
         if (is_w8a8(&FMTS[f])) continue; /* W8A8 keeps silu_actq (the down projection needs the codes) */
+        if (block_only && !block_fp8(&FMTS[f])) continue;
         for (size_t s = 0; s < sizeof S / sizeof S[0]; s++) {
             int64_t ld = S[s].ld;
             if (FMTS[f].dt == DT_F32 || dt_size(FMTS[f].dt) == 2) ld = S[s].k + (ld - S[s].k) / (int64_t)dt_size(FMTS[f].dt);
@@ -540,8 +567,16 @@ int main(void) {
     gk_gemv_tune_str(s, sizeof s);
     printf("GEMV settings at start: %s\n", s);
     test_refusals();
-    test_multi_and_variants();
-    test_gate_up_silu();
+    test_multi_and_variants(0);
+    test_gate_up_silu(0);
+    /* fp8 block scales over 2 rows: a group of 4 rows spans two scale rows,
+     * so the ring (one scale row per group) must leave it to the register
+     * loop, while groups of 1 or 2 rows and gate/up pairs (2 rows of each)
+     * still take the ring; the bits stay v1's either way */
+    g_bn = 2;
+    test_multi_and_variants(1);
+    test_gate_up_silu(1);
+    g_bn = 128;
     be_destroy(gpu);
     be_destroy(cpu);
     return TEST_END();

@@ -275,6 +275,18 @@ static __device__ __forceinline__ void dl_ring_issue(uint4 *slot, int stride, co
     }
     asm volatile("cp.async.commit_group;" ::: "memory");
 }
+/* The same with the slot as a shared-window address (sa; rows rstride
+ * bytes apart) and the rows' chunk addresses src[r] themselves. */
+template <int R>
+static __device__ __forceinline__ void dl_ring_issue_s(unsigned sa, unsigned rstride, const char *const (&src)[R],
+                                                       bool live) {
+    if (live) {
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sa + r * rstride), "l"(src[r]) : "memory");
+    }
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
 template <int N = 0> static __device__ __forceinline__ void dl_ring_wait() {
     asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
@@ -448,10 +460,16 @@ static __device__ __forceinline__ dl_gv_sel dl_gv_pick(const dl_gv_job &j) {
 struct dl_gv_at {
     int lane, wks, n0;
 };
+/* ks is a power of two (every K split is 1, 2 or 4 warps): shifts and a
+ * mask instead of three integer divisions (~25 instructions each, in every
+ * warp's prologue). */
 static __device__ __forceinline__ dl_gv_at dl_gv_place(const dl_gv_sel &g, int ks, int R) {
-    const int wid = threadIdx.x / DL_WARP, wpb = blockDim.x / DL_WARP;
-    return dl_gv_at{(int)(threadIdx.x % DL_WARP), wid % ks, ((int)g.b * (wpb / ks) + wid / ks) * R};
+    const int wid = threadIdx.x / DL_WARP, wpb = blockDim.x / DL_WARP, sh = __ffs(ks) - 1;
+    return dl_gv_at{(int)(threadIdx.x % DL_WARP), wid & (ks - 1), ((int)g.b * (wpb >> sh) + (wid >> sh)) * R};
 }
+/* ceil(a / d) for a >= 0 and d a power of two (a lane's chunks: d is the
+ * warp-wide chunk span times the K split), without a division. */
+static __device__ __forceinline__ int dl_cdiv_p2(int a, int d) { return (a + d - 1) >> (__ffs(d) - 1); }
 /* Zero a GEMV accumulator a[R][MR] (float or int). */
 template <typename V, int R, int MR> static __device__ __forceinline__ void dl_gv_zero(V (&a)[R][MR]) {
 #pragma unroll
@@ -465,6 +483,14 @@ static __device__ __forceinline__ float dl_gv_rowscale(int scale_kind, const flo
     if (scale_kind == WS_CHANNEL) return scale[row];
     return 1.0f;
 }
+/* Host: 1 when every row group of g rows (a multiple of g from row 0) of
+ * weight w reads one row of chunk scales: no block scales (the constant
+ * 1), or block scales whose row blocks (bn rows) hold whole groups. The
+ * fp8 ring kernel relies on it (one scale load per chunk); callers pass
+ * the group's rows of one weight (R, or R / 2 for a gate/up pair). */
+static inline bool dl_gv_scale_shared(const gk_weight &w, int g) {
+    return w.scale_kind != WS_BLOCK || (w.bn > 0 && w.bn % g == 0);
+}
 /* Host (k_matmul_float.cu): 1 when the GEMVs let the next kernel launch
  * (PDL) only after their K loop (the fp8 and W8A8 rings) or when their
  * grid ends (the W8A8 register GEMV) instead of right after their wait:
@@ -472,10 +498,10 @@ static __device__ __forceinline__ float dl_gv_rowscale(int scale_kind, const flo
  * always trigger after their wait (but the gate/up pair): testing j.late
  * there left their SASS loop unchanged but made the bf16 M = 1 GEMV ~4%
  * slower in the same run (H200, 2026-11-30: 83.9 / 87.7 / 75.6% of the
- * copy bandwidth against 87.2 / 92.4 / 79.3%). Faster between back-to-back GEMVs (the next grid's
- * blocks do not take SM slots early), slower in a decode step, where a
- * small kernel follows; the engine's gate/up launch always triggers late
- * (a GEMV follows it). */
+ * copy bandwidth against 87.2 / 92.4 / 79.3%). Faster between
+ * back-to-back GEMVs (the next grid's blocks do not take SM slots early),
+ * slower in a decode step, where a small kernel follows; the engine's
+ * gate/up launch always triggers late (a GEMV follows it). */
 int dl_gemv_late();
 /* Host: fill a job for `count` weights, blocks of wpb warps with R rows per
  * row group and ks[i] warps per row group of weight i (ks NULL: 1), so

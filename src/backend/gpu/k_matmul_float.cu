@@ -225,7 +225,7 @@ static __device__ __forceinline__ void dl_gv_store(float (&acc)[R][MR], const dl
                 if (lane == 0) red[wid][r * MR + m] = t;
             }
         __syncthreads();
-        own = lane == 0 && wid % g.ks == 0;
+        own = lane == 0 && (wid & (g.ks - 1)) == 0;
         if (!own) return;
 #pragma unroll
         for (int r = 0; r < R; r++)
@@ -457,14 +457,31 @@ __global__ void __launch_bounds__(GEMV_MAXT, MR == 1 ? 4 : 0)
     const char *wrow[R];
     const float *srow[R];
     dl_gv_rows<DT, R>(g, j, n0, wrow, srow);
+    /* one block-scale row per row group (gate and up rows: one each); gv_go
+     * sends only groups whose rows share it (dl_gv_scale_shared): the same
+     * values, one chunk-scale load instead of R, and registers enough to
+     * keep the row pointers (nvcc recomputed them every chunk under the
+     * 64-register cap: 372 SASS per chunk against 330 for the lab's ring) */
+#pragma unroll
+    for (int r = 1; r < R; r++) srow[r] = (R >= 2 && r >= R / 2 && g.silu) ? srow[R / 2] : srow[0];
     float acc[R][MR];
     dl_gv_zero(acc);
     const int T_ = blockDim.x;
     const int step = DL_WARP * g.ks * T::VEC, k1 = (lane + DL_WARP * wks) * T::VEC;
-    const int nc = k1 < K ? (K - k1 + step - 1) / step : 0; /* the thread's chunks */
-    /* chunk c of every row into ring stage st (= c % S) */
+    const int nc = k1 < K ? dl_cdiv_p2(K - k1, step) : 0; /* the thread's chunks */
+    /* the next chunk to request in each row: loop-carried pointers (kept in
+     * registers; offsets from loop-invariant rows were rematerialised), and
+     * the thread's stage-0 slot as a shared-window address */
+    const char *wp[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) wp[r] = wrow[r] + (int64_t)k1 * T::ES;
+    const unsigned sa0 = (unsigned)__cvta_generic_to_shared(dl_ring + threadIdx.x);
+    const unsigned srow_b = (unsigned)T_ * 16u, sst_b = (unsigned)R * srow_b;
+    /* chunk c (wp points at it) of every row into ring stage st (= c % S) */
     auto issue = [&](int c, int st) {
-        dl_ring_issue<R>(dl_ring + st * R * T_ + threadIdx.x, T_, wrow, (k1 + c * step) * T::ES, c < nc);
+        dl_ring_issue_s<R>(sa0 + (unsigned)st * sst_b, srow_b, wp, c < nc);
+#pragma unroll
+        for (int r = 0; r < R; r++) wp[r] += step * T::ES;
     };
     issue(0, 0);
     if (S == 3) issue(1, 1);
@@ -478,7 +495,7 @@ __global__ void __launch_bounds__(GEMV_MAXT, MR == 1 ? 4 : 0)
     }
     dl_pdl_wait(); /* x is read, y written, only from here on */
     if (!late) dl_pdl_trigger();
-    int cur = 0; /* c % S */
+    int cur = 0, kk = k1; /* c % S, chunk c's first element */
     for (int c = 0; c < nc; c++) {
         dl_ring_wait<S - 2>(); /* chunk c has landed (c + 1 may be in flight) */
         /* chunk c + S - 1 into the stage chunk c - 1 left (consumed) */
@@ -488,7 +505,8 @@ __global__ void __launch_bounds__(GEMV_MAXT, MR == 1 ? 4 : 0)
         uint4 raw[R];
 #pragma unroll
         for (int r = 0; r < R; r++) raw[r] = slot[r * T_];
-        dl_gv_chunk<DT, CV, R, MR>(raw, x, K, k1 + c * step, srow, magic, acc);
+        dl_gv_chunk<DT, CV, R, MR>(raw, x, K, kk, srow, magic, acc);
+        kk += step;
     }
     if (late) dl_pdl_trigger();
     dl_gv_store<R, MR>(acc, g, j.w[0].scale_kind, n0, lane);
@@ -525,7 +543,7 @@ __global__ void __launch_bounds__(GEMV_MAXT)
     const unsigned magic = j.bk_magic; /* chunk scale = srow[r][umulhi(k, magic)], as dl_k_gemv_f */
     const int step = DL_WARP * g.ks * T::VEC;     /* elements from one chunk of a lane to its next */
     const int kl = (lane + DL_WARP * wks) * T::VEC; /* the lane's first element */
-    const int nc = kl < K ? (K - kl + step - 1) / step : 0; /* the lane's chunks */
+    const int nc = kl < K ? dl_cdiv_p2(K - kl, step) : 0; /* the lane's chunks */
     const char *wp[R]; /* the group's first chunk in each row */
     const float *srow[R];
     dl_gv_rows<DT, R>(g, j, n0, wp, srow);
@@ -712,7 +730,8 @@ extern "C" int gk_gemv_ok(const gk_weight *w) {
     if (((uintptr_t)w->data & 15) || (w->ld * es_of(w->dtype)) % 16 || w->k % vec) return 0;
     if (w->scale_kind == WS_BLOCK && w->bk % vec) return 0;
     if (w->n > INT32_MAX || w->k * es_of(w->dtype) > INT32_MAX / 2) return 0; /* 32-bit row/offset math */
-    if (w->scale_kind == WS_BLOCK && (w->bk <= 0 || (uint64_t)w->k * (uint64_t)w->bk >= (1ull << 32))) return 0; /* umulhi block index */
+    /* the chunk's block index by umulhi needs k * bk < 2^32 */
+    if (w->scale_kind == WS_BLOCK && (w->bk <= 0 || (uint64_t)w->k * (uint64_t)w->bk >= (1ull << 32))) return 0;
     return 1;
 }
 
@@ -954,7 +973,7 @@ static void gv_go(const gv_call &c) {
      * bandwidth; M = 1 / 2 / 4: 74.7 / 55.1 / 27.5% against 54.5 / 46.3 /
      * 25.4%) */
     if constexpr ((DT == DT_F8E4M3 || DT == DT_F8E5M2) && MR <= 4) {
-        if (c.cfg.ring && dl_ring_ok()) {
+        if (c.cfg.ring && dl_ring_ok() && dl_gv_scale_shared(c.w[0], c.silu ? R / 2 : R)) {
             /* S stages of R chunks per thread: 48 KiB at most (S = 3, R = 4, wpb = 8), the default limit */
             const int S = c.cfg.ring == 2 ? 3 : 2;
             const size_t smem = (size_t)S * R * c.cfg.wpb * DL_WARP * sizeof(uint4);

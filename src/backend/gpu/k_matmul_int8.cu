@@ -194,7 +194,7 @@ __global__ void __launch_bounds__(I8_MAXT)
     int acc[R][MR];
     dl_gv_zero(acc);
     const int T_ = blockDim.x, step = DL_WARP * ks * 16, k1 = (lane + DL_WARP * wks) * 16;
-    const int nc = k1 < K && n0 < g.n ? (K - k1 + step - 1) / step : 0; /* rows past n: no chunks */
+    const int nc = k1 < K && n0 < g.n ? dl_cdiv_p2(K - k1, step) : 0; /* rows past n: no chunks */
     auto issue = [&](int c) {
         dl_ring_issue<R>(dl_ring8 + (c & 1) * R * T_ + threadIdx.x, T_, wrow, k1 + c * step, c < nc);
     };
