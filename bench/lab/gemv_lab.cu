@@ -14,6 +14,8 @@
  *   k_cpa<R,S,KS,CV> the same chunks, streamed through the thread's own
  *                   slots of an S-stage shared-memory ring by cp.async (the
  *                   engine's dl_k_gemv_fa is S = 2).
+ *   k_cpx<R,S,KS>   k_cpa with the chunk's x and block scale through the
+ *                   ring too (cp.async.ca), so a chunk waits on one group.
  *   k_xp<KS,C,PF>   persistent blocks of KS warps, x * 256 held in
  *                   registers (C chunks per lane), rows prefetched PF ahead.
  * Each variant is timed with plain launches, as a PDL chain with the
@@ -255,6 +257,85 @@ __global__ void __launch_bounds__(256) k_cpa(const float *__restrict__ x, const 
 }
 
 
+/* k_cpa with the chunk's x (64 bytes) and its block scale streamed through
+ * the same ring (cp.async.ca: L1-cached, x is shared by the SM's warps), so
+ * the loop waits on one group per chunk and nothing else: per thread and
+ * stage R weight slots, 4 x slots, one scale slot (the R rows share one
+ * scale row: 128-row blocks, n0 a multiple of R). Weights and scales of the
+ * first S - 1 chunks before the PDL wait, their x after it. */
+static __device__ __forceinline__ void cpasync16ca(void *smem, const void *g) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" ::"r"(s), "l"(g));
+}
+static __device__ __forceinline__ void cpasync4(void *smem, const void *g) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(s), "l"(g));
+}
+template <int R, int S, int KS>
+__global__ void __launch_bounds__(256) k_cpx(const float *__restrict__ x, const uint8_t *__restrict__ W, const float *__restrict__ Sc,
+                                             float *__restrict__ y, int N, int K) {
+    extern __shared__ uint4 ring[];
+    constexpr int SL = R + 4 + 1; /* slots per thread and stage */
+    const int lane = threadIdx.x % 32, wid = threadIdx.x / 32, wpb = blockDim.x / 32, T = blockDim.x;
+    const int wks = wid % KS;
+    const int n0 = (blockIdx.x * (wpb / KS) + wid / KS) * R;
+    pdl_trigger();
+    if (KS == 1 && n0 >= N) { pdl_wait(); pdl_trigger_late(); return; }
+    const uint8_t *wr[R];
+    const float *sr[R];
+    float acc[R];
+    rows<R>(W, Sc, N, K, n0, wr, sr, acc);
+    const int step = 32 * KS * 16, kfirst = (lane + 32 * wks) * 16;
+    const int C = kfirst < K ? (K - kfirst + step - 1) / step : 0;
+    auto slot = [&](int c, int i) { return ring + ((size_t)(c % S) * SL + i) * T + threadIdx.x; };
+    auto issue_w = [&](int c) {
+        if (c < C) {
+            const int kk = kfirst + c * step;
+#pragma unroll
+            for (int r = 0; r < R; r++) cpasync16(slot(c, r), wr[r] + kk);
+            cpasync4(slot(c, R + 4), sr[0] + (kk >> 7));
+        }
+    };
+    auto issue_x = [&](int c) {
+        if (c < C) {
+            const int kk = kfirst + c * step;
+#pragma unroll
+            for (int q = 0; q < 4; q++) cpasync16ca(slot(c, R + q), x + kk + 4 * q);
+        }
+    };
+#pragma unroll
+    for (int s = 0; s < S - 1; s++) issue_w(s);
+    cp_commit();
+    pdl_wait(); /* weights and scales only before: x belongs to the kernel ahead */
+#pragma unroll
+    for (int s = 0; s < S - 1; s++) issue_x(s);
+    cp_commit();
+    for (int c = 0; c < C; c++) {
+        /* the first chunks came in two groups (weights, then x after the wait) */
+        if (c < S - 1) cp_wait<0>();
+        else cp_wait<S - 2>();
+        issue_w(c + S - 1);
+        issue_x(c + S - 1);
+        cp_commit();
+        float xv[16];
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+            const uint4 t = *slot(c, R + q);
+            xv[4 * q] = __uint_as_float(t.x); xv[4 * q + 1] = __uint_as_float(t.y);
+            xv[4 * q + 2] = __uint_as_float(t.z); xv[4 * q + 3] = __uint_as_float(t.w);
+        }
+        const float sc = *(const float *)slot(c, R + 4);
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            float f[16];
+            cvt16v<0>(*slot(c, r), f);
+            acc[r] = fmaf(dot16(f, xv), sc, acc[r]);
+        }
+    }
+    pdl_trigger_late();
+    store<R, KS>(acc, y, n0, N, nullptr);
+}
+
 /* Persistent, x in registers: block = KS warps (warp w = K part w, the same
  * chunks as reg/cpa with that KS), rows blockIdx.x, +gridDim.x, ...; each
  * lane holds x * 256 for its C chunks (h2x) and streams one row ahead
@@ -377,6 +458,7 @@ int main(int argc, char **argv) {
 #define REG(R, U, KS, LO, WPB) vars.push_back({"reg R" #R " U" #U " KS" #KS " wpb" #WPB + std::string(LO ? " loadonly" : ""), k_reg<R, U, KS, LO>, R, KS, WPB, 0, LO, 0})
 #define REGX(R, U, KS, WPB) vars.push_back({"regx R" #R " U" #U " KS" #KS " wpb" #WPB, k_reg<R, U, KS, 0, 1>, R, KS, WPB, 0, 0, 0})
 #define CPA(R, S, KS, WPB) vars.push_back({"cpa R" #R " S" #S " KS" #KS " wpb" #WPB, k_cpa<R, S, KS>, R, KS, WPB, S * R * 16, 0, 0})
+#define CPX(R, S, KS, WPB) vars.push_back({"cpx R" #R " S" #S " KS" #KS " wpb" #WPB, k_cpx<R, S, KS>, R, KS, WPB, S * (R + 5) * 16, 0, 0})
 #define CPAX(R, S, KS, WPB) vars.push_back({"cpax R" #R " S" #S " KS" #KS " wpb" #WPB, k_cpa<R, S, KS, 1>, R, KS, WPB, S * R * 16, 0, 0})
 #define CPAH(R, S, KS, WPB) vars.push_back({"cpah R" #R " S" #S " KS" #KS " wpb" #WPB, k_cpa<R, S, KS, 2>, R, KS, WPB, S * R * 16, 0, 0, 1})
 #define REGH(R, U, KS, WPB) vars.push_back({"regh R" #R " U" #U " KS" #KS " wpb" #WPB, k_reg<R, U, KS, 0, 2>, R, KS, WPB, 0, 0, 0, 1})
@@ -385,6 +467,12 @@ int main(int argc, char **argv) {
     REG(4, 2, 1, 1, 4);
     REG(4, 2, 2, 1, 4);
     CPA(4, 2, 2, 4);
+    CPX(4, 2, 2, 4);
+    CPX(4, 3, 2, 4);
+    CPX(4, 2, 1, 4);
+    CPX(4, 2, 4, 4);
+    CPX(4, 2, 2, 8);
+    CPX(2, 2, 2, 4);
     CPAH(4, 2, 2, 4);
     CPAH(4, 2, 1, 4);
     CPAH(4, 2, 4, 4);
