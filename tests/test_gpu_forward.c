@@ -107,6 +107,8 @@ static void one(const char *dir, dl_backend *gpu, uint64_t *rs) {
     if (pdl_supported()) CHECKF(kreg_count(GN ".pdl") > 0, "%s: no PDL launch counted", dir);
     if (strstr(dir, "fp8") && ring_supported())
         CHECKF(kreg_count(GN ".gemv_ring") > 0, "%s: fp8 GEMV weight ring not dispatched", dir);
+    if (strstr(dir, "fp8")) /* e4m3 checkpoints: decode GEMVs widen with fold */
+        CHECKF(kreg_count(GN ".gemv_fold") > 0, "%s: fp8 fold widening not dispatched", dir);
     if (!strstr(dir, "int8")) /* float weights: gate/up GEMV makes SiLU*up itself */
         CHECKF(kreg_count(GN ".gate_up_silu") > 0, "%s: fused gate/up + SiLU not dispatched", dir);
     if (strstr(dir, "int8")) { /* hidden 128 is below the wide-row path: the norm quantizes only >= 1024 */
@@ -121,12 +123,13 @@ static void one(const char *dir, dl_backend *gpu, uint64_t *rs) {
     CHECKF(n1 == n2 && memcmp(fast, nograph, n1 * V * 4) == 0, "%s: graph replay != eager (bitwise)", dir);
 
     kreg_disable(GN ".add_rmsnorm," GN ".qk_rope_kv," GN ".matmul.multi.gemv," GN ".matmul.int8.multi.gemv,"
-                GN ".norm_actq," GN ".silu_actq," GN ".pdl," GN ".gemv_ring," GN ".int8_gemv_ksplit," GN ".gate_up_silu,"
+                GN ".norm_actq," GN ".silu_actq," GN ".pdl," GN ".gemv_ring," GN ".gemv_fold," GN ".int8_gemv_ksplit,"
+                GN ".gate_up_silu,"
                 GN ".attention.qk_rope," GN ".attention.warm," GN ".attention.combine_wide," GN ".norm_prewait");
     kreg_reset_counts();
     CHECKF(run_all(m, toks, plain, &n3) == 0, "%s unfused: %s", dir, dl_errmsg());
     CHECK(kreg_count(GN ".qk_rope_kv") == 0 && kreg_count(GN ".add_rmsnorm") == 0 && kreg_count(GN ".pdl") == 0 &&
-          kreg_count(GN ".silu_actq") == 0 && kreg_count(GN ".gemv_ring") == 0 &&
+          kreg_count(GN ".silu_actq") == 0 && kreg_count(GN ".gemv_ring") == 0 && kreg_count(GN ".gemv_fold") == 0 &&
           kreg_count(GN ".int8_gemv_ksplit") == 0 &&
           kreg_count(GN ".gate_up_silu") == 0 && kreg_count(GN ".attention.qk_rope") == 0 &&
           kreg_count(GN ".attention.warm") == 0 && kreg_count(GN ".attention.combine_wide") == 0 &&
@@ -175,7 +178,8 @@ static void one_qk(const char *dir, dl_backend *gpu) {
     free(warm);
     kreg_reset_switches();
     kreg_disable(GN ".add_rmsnorm," GN ".qk_rope_kv," GN ".matmul.multi.gemv," GN ".matmul.int8.multi.gemv,"
-                GN ".norm_actq," GN ".silu_actq," GN ".pdl," GN ".gemv_ring," GN ".int8_gemv_ksplit," GN ".gate_up_silu,"
+                GN ".norm_actq," GN ".silu_actq," GN ".pdl," GN ".gemv_ring," GN ".gemv_fold," GN ".int8_gemv_ksplit,"
+                GN ".gate_up_silu,"
                 GN ".attention.qk_rope," GN ".attention.warm," GN ".attention.combine_wide," GN ".norm_prewait");
     kreg_reset_counts();
     CHECKF(run_all(m, toks, plain, &n2) == 0, "%s qk unfused: %s", dir, dl_errmsg());

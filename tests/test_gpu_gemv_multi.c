@@ -18,6 +18,9 @@
  *  - the fp8 ring runs only where a row group shares one row of block
  *    scales: again with scales over 2 rows (bn = 2), where groups of 4 rows
  *    take the register loop, same bits;
+ *  - the e4m3 fold widening (the default at M <= 2) is bitwise h2 over
+ *    activations spread across the range it is documented for, counted,
+ *    and its gate turns it into h2;
  *  - gk_gemv_multi_ok / gk_int8_gemv_multi_ok refuse mixed jobs, and
  *    gk_gemv_tune refuses unknown knobs without changing anything.
  * Prints "SKIP: no CUDA device" and exits 0 without a GPU backend or device. */
@@ -374,6 +377,7 @@ static void test_multi_and_variants(int block_only) {
                         CHECKF(gk_gemv_tune(spec) == 0, "tune %s", spec);
                         float *hs[3];
                         const unsigned long long ring0 = gk_gemv_ring_launches();
+                        const unsigned long long fold0 = gk_gemv_fold_launches();
                         const unsigned long long ks0 = gk_int8_ksplit_launches();
                         check_job(&j, spec, 0, hs);
                         /* the W8A8 register GEMV split K where asked for (2, 4) or where the shape
@@ -397,6 +401,10 @@ static void test_multi_and_variants(int block_only) {
                         else
                             CHECKF(gk_gemv_ring_launches() == ring0, "variant %s %s: unexpected ring launch", spec,
                                    FMTS[f].name);
+                        /* the fold widening ran exactly where asked for (e4m3, M <= 2) */
+                        const int wfold = FMTS[f].dt == DT_F8E4M3 && M <= 2 && strstr(spec, "fp8=fold");
+                        CHECKF((gk_gemv_fold_launches() > fold0) == (wfold != 0), "variant %s %s M=%d: fold %s",
+                               spec, FMTS[f].name, M, wfold ? "not launched" : "unexpected");
                         for (int i = 0; i < j.count; i++) {
                             size_t ny = (size_t)M * j.w[i].n, d = ndiff(hs[i], ref[i], ny);
                             CHECKF(d == 0, "variant %s %s%s M=%d weight %d (n=%lld): %zu of %zu differ from v1",
@@ -503,6 +511,64 @@ static void test_gate_up_silu(int block_only) {
     gk_gemv_tune(saved);
 }
 
+/* The fold widening (the default for e4m3 at M <= 2) is bitwise h2 over
+ * the activation range docs/gpu_backend.md states (every nonzero |x| >=
+ * 2^-109, no overflow in h2): activations with exponents spread over
+ * [-109, 100], block/channel scales, ring and register loop, M = 1 and 2,
+ * counted where it ran; and the gate (cuda.gemv_fold) turns it into h2. */
+static void test_fold_range(void) {
+    static const fmt F[] = {{DT_F8E4M3, WS_BLOCK, ACT_NATIVE, "fp8e4m3 block"},
+                            {DT_F8E4M3, WS_CHANNEL, ACT_NATIVE, "fp8e4m3 channel"}};
+    char saved[256];
+    gk_gemv_tune_str(saved, sizeof saved);
+    for (size_t f = 0; f < 2; f++)
+        for (int M = 1; M <= 2; M++)
+            for (int codes = 0; codes < 2; codes++) {
+                const int ns[1] = {45};
+                const int64_t lds[1] = {400};
+                job j;
+                if (job_init(&j, &F[f], 1, ns, 400, lds, M, codes)) {
+                    job_free(&j);
+                    continue;
+                }
+                for (size_t i = 0; i < (size_t)M * 400; i++) {
+                    const int e = -109 + (int)(tu_rand_u64(&rs) % 210);
+                    j.x[i] = ldexpf(1.0f + 0.5f * fabsf(tu_randf(&rs)), e) * (tu_rand_u64(&rs) & 1 ? -1.0f : 1.0f);
+                }
+                gpu->from_host(gpu, j.dx, j.x, (size_t)M * 400 * 4);
+                static const char *rings[2] = {"ring=1", "ring=0"};
+                for (int r = 0; r < 2; r++) {
+                    char sf[64], sh[64];
+                    snprintf(sf, sizeof sf, "default,fp8=fold,%s", rings[r]);
+                    snprintf(sh, sizeof sh, "default,fp8=h2,%s", rings[r]);
+                    float *hf[1], *hh[1], *hg[1];
+                    CHECK(gk_gemv_tune(sf) == 0);
+                    unsigned long long f0 = gk_gemv_fold_launches();
+                    job_run(&j, 0);
+                    job_get(&j, 0, hf);
+                    CHECKF(gk_gemv_fold_launches() > f0, "fold %s %s M=%d: not launched", sf, F[f].name, M);
+                    /* the gate off: the same spec runs h2 */
+                    gk_gemv_fold_allow(0);
+                    f0 = gk_gemv_fold_launches();
+                    job_run(&j, 0);
+                    job_get(&j, 0, hg);
+                    gk_gemv_fold_allow(1);
+                    CHECKF(gk_gemv_fold_launches() == f0, "fold gate off %s: launched", sf);
+                    CHECK(gk_gemv_tune(sh) == 0);
+                    job_run(&j, 0);
+                    job_get(&j, 0, hh);
+                    const size_t ny = (size_t)M * 45;
+                    const size_t d = ndiff(hf[0], hh[0], ny), dg = ndiff(hg[0], hh[0], ny);
+                    CHECKF(d == 0, "fold vs h2 %s %s M=%d codes=%d: %zu of %zu differ", rings[r], F[f].name, M, codes,
+                           d, ny);
+                    CHECKF(dg == 0, "fold gate off vs h2 %s %s M=%d: %zu differ", rings[r], F[f].name, M, dg);
+                    free(hf[0]), free(hh[0]), free(hg[0]);
+                }
+                job_free(&j);
+            }
+    gk_gemv_tune(saved);
+}
+
 /* multi_ok refuses mixed jobs; tune refuses unknown knobs, atomically. */
 static void test_refusals(void) {
     dl_weight a = make_w(DT_BF16, 16, 128, 128, WS_NONE, ACT_NATIVE, 0, 0);
@@ -567,6 +633,7 @@ int main(void) {
     gk_gemv_tune_str(s, sizeof s);
     printf("GEMV settings at start: %s\n", s);
     test_refusals();
+    test_fold_range();
     test_multi_and_variants(0);
     test_gate_up_silu(0);
     /* fp8 block scales over 2 rows: a group of 4 rows spans two scale rows,

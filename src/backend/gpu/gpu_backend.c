@@ -98,6 +98,10 @@ static kreg_kernel K_SILUQ_V4 =
                                     "to 16384; off: the two-pass kernel, the same bits)");
 static kreg_kernel K_RING = KREG_KERNEL(KN("gemv_ring"), "fp8 and W8A8 GEMV launches whose weights stream through a "
                                                          "shared-memory ring (cp.async, sm_80+); off: the register loops");
+static kreg_kernel K_FOLD =
+    KREG_KERNEL(KN("gemv_fold"), "fp8 e4m3 GEMV launches at M <= 2 with the 2^8 of the fp16 widening folded into "
+                                 "the chunk scale (bitwise h2 while every nonzero activation is in [2^-109, 2^120)); "
+                                 "off: h2, one multiply per code pair");
 static kreg_kernel K_I8KS = KREG_KERNEL(KN("int8_gemv_ksplit"), "W8A8 GEMV launches with a weight's K split over 2 "
                                                                 "or 4 warps (opt-in: DOTLM_GEMV=i8ks=0; exact int32 "
                                                                 "sums, same bits); off: one warp per row group");
@@ -171,6 +175,7 @@ typedef struct {
     int pdl_ok;           /* the device can use programmatic dependent launch */
     int pdl;              /* PDL on for the launches of this forward */
     int ring;             /* cuda.gemv_ring enabled for this forward */
+    int fold;             /* cuda.gemv_fold enabled for this forward */
     int i8ks;             /* cuda.int8_gemv_ksplit enabled for this forward */
 } gpu_impl;
 
@@ -279,6 +284,7 @@ static int diag_skip(const gpu_impl *g, const kreg_kernel *k) {
     do {                                                                      \
         const unsigned long long pdl0_ = gk_pdl_launches();                   \
         const unsigned long long ring0_ = gk_gemv_ring_launches();            \
+        const unsigned long long fold0_ = gk_gemv_fold_launches();            \
         const unsigned long long npre0_ = gk_norm_prewait_launches();         \
         const unsigned long long i8ks0_ = gk_int8_ksplit_launches();          \
         const unsigned long long nar0_ = gk_attn_narrow_launches();           \
@@ -286,6 +292,7 @@ static int diag_skip(const gpu_impl *g, const kreg_kernel *k) {
         if (!diag_skip((g), (k))) GPU_PROF((g)->prof, (k)->name, stmt);       \
         pdl_count((g), pdl0_);                                                \
         hits_since((g), &K_RING, ring0_, gk_gemv_ring_launches());            \
+        hits_since((g), &K_FOLD, fold0_, gk_gemv_fold_launches());            \
         hits_since((g), &K_NORM_PRE, npre0_, gk_norm_prewait_launches());     \
         hits_since((g), &K_I8KS, i8ks0_, gk_int8_ksplit_launches());          \
         hits_since((g), &K_ATT_GBR, nar0_, gk_attn_narrow_launches());        \
@@ -498,6 +505,8 @@ static int gpu_begin(dl_backend *be, const dl_batch *b, const dl_kvcache *kv) {
     gk_pdl_set(g->pdl);
     g->ring = kreg_enabled(&K_RING); /* DOTLM_DISABLE=cuda.gemv_ring: the register K loop */
     gk_gemv_ring_allow(g->ring);
+    g->fold = kreg_enabled(&K_FOLD); /* DOTLM_DISABLE=cuda.gemv_fold: the h2 widening */
+    gk_gemv_fold_allow(g->fold);
     g->i8ks = kreg_enabled(&K_I8KS); /* DOTLM_DISABLE=cuda.int8_gemv_ksplit: one warp per row group */
     gk_int8_ksplit_allow(g->i8ks);
     /* opt-in: measured slower in decode (H200, 2026-11-30, Qwen3-8B fp8 at
@@ -1063,6 +1072,7 @@ static int gpu_graph_begin(dl_backend *be, uint64_t key) {
     key ^= (uint64_t)g->maxlen * 0x9E3779B97F4A7C15ull;
     key ^= (uint64_t)g->pdl * 0xC2B2AE3D27D4EB4Full; /* PDL edges are part of a recording */
     key ^= (uint64_t)g->ring * 0x165667B19E3779F9ull; /* so is the GEMV kernel chosen */
+    key ^= (uint64_t)g->fold * 0x61C8864680B583EBull; /* and its widening */
     key ^= (uint64_t)g->i8ks * 0x9FB21C651E98DF25ull; /* and its grid */
     key ^= (uint64_t)g->fuse_att * 0x27D4EB2F165667C5ull; /* and the launches the fusions leave out */
     key ^= (uint64_t)g->att_cw * 0x85EBCA77C2B2AE63ull;
@@ -1126,6 +1136,8 @@ dl_backend *gpu_backend_create(const char *name) {
     gk_pdl_set(g->pdl);
     g->ring = kreg_enabled(&K_RING);
     gk_gemv_ring_allow(g->ring);
+    g->fold = kreg_enabled(&K_FOLD);
+    gk_gemv_fold_allow(g->fold);
     g->i8ks = kreg_enabled(&K_I8KS);
     gk_int8_ksplit_allow(g->i8ks);
     const char *d2 = getenv("DOTLM_GPU_FP8_DOT2");

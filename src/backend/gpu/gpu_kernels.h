@@ -84,6 +84,11 @@ int gk_gemv_ring_supported(void);
  * GEMVs use the register K loop whatever the knob says (the backend sets
  * it per forward from DOTLM_DISABLE=cuda.gemv_ring). On at start. */
 void gk_gemv_ring_allow(int on);
+/* The e4m3 fold widening (gpu_tune.h fp8=fold, the default at M <= 2):
+ * launches made with it so far (the cuda.gemv_fold dispatch counter), and
+ * its process-wide gate (off: those launches use h2; on at start). */
+unsigned long long gk_gemv_fold_launches(void);
+void gk_gemv_fold_allow(int on);
 
 /* ---- matmul (k_matmul_float.cu, k_matmul_int8.cu, k_actq.cu) ----
  * y[M, n] = x[M, k] W^T (+ bias). */

@@ -5,7 +5,7 @@
  * DOTLM_GEMV (read once, at the first GEMV). Spec: comma-separated
  * key=value, or the words "default" and "v1" (the kernels before the
  * variants existed: fp8=f32,u=2,na=0,wpb=4,r1=0,rm=0,i8u=2,i8na=0,i8wpb=4,
- * i8r1=0,i8rm=0,loop=0,ring=0,i8ring=0,i8ks=1; "default" is fp8=h2,u=0,na=1,
+ * i8r1=0,i8rm=0,loop=0,ring=0,i8ring=0,i8ks=1; "default" is fp8=fold,u=0,na=1,
  * wpb=4,r1=0,rm=0,i8u=0,i8na=1,i8wpb=4,i8r1=2,i8rm=0,loop=0,ring=1,i8ring=0,
  * i8ks=1: fastest measured
  * end to end, see the comment at cfg_default). Keys:

@@ -743,6 +743,14 @@ extern "C" int gk_gemv_ok(const gk_weight *w) {
 static unsigned long long g_ring_n = 0;
 static int g_ring_allow = 1;
 extern "C" unsigned long long gk_gemv_ring_launches(void) { return g_ring_n; }
+
+/* Launches with the e4m3 fold widening (knob fp8=fold, the default at
+ * M <= 2), and its gate (gk_gemv_fold_allow, the backend's cuda.gemv_fold):
+ * off, those launches widen with h2 (the 2^8 multiplied per code pair). */
+static unsigned long long g_fold_n = 0;
+static int g_fold_allow = 1;
+extern "C" unsigned long long gk_gemv_fold_launches(void) { return g_fold_n; }
+extern "C" void gk_gemv_fold_allow(int on) { g_fold_allow = on != 0; }
 extern "C" void gk_gemv_ring_allow(int on) { g_ring_allow = on != 0; }
 int dl_ring_ok() { return g_ring_allow && gk_gemv_ring_supported(); }
 /* DOTLM_GEMV_TRIG=late (read once) or gk_gemv_trig_late(): see
@@ -797,7 +805,7 @@ static void cfg_v1(gv_knobs *k) { /* the kernels as they were before the variant
     k->c = dl_gemv_cfg{DL_FP8_F32, 2, 0, 4, 0, 0, 2, 0, 4, 0, 0, 0, 0, 1};
     k->loop = 0;
 }
-/* fp8: h2 in the first K loop. Measured on the H200 (2026-11-30, Qwen3-8B
+/* fp8: h2 in the first K loop (until fold, below). Measured on the H200 (2026-11-30, Qwen3-8B
  * fp8 decode at 512): 248.7 tok/s, against 230.9 with h2x in the pipelined
  * loop (fewer instructions but slower: loop=1 60/61/46% of the copy
  * bandwidth on the bench shapes against 65/65/49% for loop=0). The fp8
@@ -813,8 +821,16 @@ static void cfg_v1(gv_knobs *k) { /* the kernels as they were before the variant
  * Qwen3-8B decode at 512 288.1 / 285.8 tok/s against 267.0 / 270.9, the
  * kernel alone in a late-trigger chain 93.0 / 88.6 / 78.2% of the copy
  * bandwidth against 78.4 / 89.7 / 63.3% (bench/h200-2026-11-30g/run8). */
+/* fp8 e4m3 at M <= 2 widens with fold (the 2^8 of h2 in the chunk scale,
+ * one multiply per chunk instead of one per code pair: 337 -> ~307 SASS
+ * per ring chunk). H200, 2026-12-01, Qwen3-8B fp8 decode at 512: 305.5 /
+ * 310.8 tok/s against 297.2 / 297.3 with h2, 265.7 against 259.3 at 4096;
+ * the M = 1 GEMV alone 66.3 / 75.1 / 63.0% of the copy bandwidth against
+ * 63.9 / 74.1 / 60.3% (bench/h200-2026-12-01b/run8). Bitwise h2 while every
+ * nonzero activation has 2^-109 <= |x| < 2^120 (docs/gpu_backend.md);
+ * cuda.gemv_fold (DOTLM_DISABLE) or fp8=h2 go back to h2. */
 static void cfg_default(gv_knobs *k) {
-    k->c = dl_gemv_cfg{DL_FP8_H2, 0, 1, 4, 0, 0, 0, 1, 4, 2, 0, 1, 0, 1};
+    k->c = dl_gemv_cfg{DL_FP8_FOLD, 0, 1, 4, 0, 0, 0, 1, 4, 2, 0, 1, 0, 1};
     k->loop = 0;
 }
 
@@ -956,6 +972,7 @@ static int gv_ks(const gk_weight &w, int vec) {
 
 template <int DT, int MR, int R, int U, int CV, int NA>
 static void gv_go(const gv_call &c) {
+    if constexpr (CV == DL_FP8_FOLD) g_fold_n++;
     dl_gv_job j;
     int ks[GK_MULTI_MAX] = {1, 1, 1};
     for (int i = 0; i < c.count; i++) ks[i] = gv_ks(c.w[i], dl_wt<DT>::VEC);
@@ -1018,7 +1035,7 @@ template <int DT, int MR, int R, int U, int NA>
 static void gv_cv(const gv_call &c) {
     if constexpr (DT == DT_F8E4M3) {
         if constexpr (MR <= 2) {
-            if (c.cfg.fp8 == DL_FP8_FOLD) return gv_go<DT, MR, R, U, DL_FP8_FOLD, NA>(c);
+            if (c.cfg.fp8 == DL_FP8_FOLD && g_fold_allow) return gv_go<DT, MR, R, U, DL_FP8_FOLD, NA>(c);
             if (c.cfg.fp8 == DL_FP8_F32S) return gv_go<DT, MR, R, U, DL_FP8_F32S, NA>(c);
         }
         if constexpr (2 * MR < R) {
