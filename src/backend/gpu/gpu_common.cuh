@@ -30,7 +30,7 @@ static inline int dl_env_int(const char *name, int dflt) {
  * 1; maxn rows or more: 1 (one warp per row group already fills the GPU).
  * The rule of the 16-bit float GEMV (gv_ks) and of the W8A8 GEMV's opt-in
  * split (i8_ks); each passes its own row bound. */
-#define GV_KS_MAXN_DEFAULT 8192 /* the row bound of both, unless DOTLM_GEMV_KSMAXN / DOTLM_I8_KSMAXN */
+#define GV_KS_MAXN_DEFAULT 8192 /* W8A8's opt-in split bound (DOTLM_I8_KSMAXN); the float GEMV's: GV_KS_MAXN_F */
 static inline int dl_ks_by_shape(int64_t n, int64_t chunks, int maxn) {
     if (n >= maxn) return 1;
     return chunks >= 16 ? 4 : chunks >= 8 ? 2 : 1;

@@ -943,17 +943,24 @@ struct gv_call {
 /* Warps splitting a weight's K (part of the GEMV's summation order, so a
  * function of the weight's shape and format only: never of M, the variant
  * knobs or the other weights of a multi-weight job). 16/32-bit weights with
- * fewer than GV_KS_MAXN_DEFAULT rows would leave most of the GPU idle at
- * one warp per row group: they split K over 2 or 4 warps when each lane
- * still gets >= 4 chunks of 16 bytes (dl_ks_by_shape). Measured on the H200 (2026-11-30, Qwen3-8B
- * decode at 512): bf16 185.9 tok/s unsplit, 194.7 split below 8192 rows,
- * 192.6 below 16384. fp8 weights split K over 2 warps at every n (needs
+ * fewer than GV_KS_MAXN_F rows would leave most of the GPU idle at one
+ * warp per row group: they split K over 2 or 4 warps when each lane still
+ * gets >= 4 chunks of 16 bytes (dl_ks_by_shape). Measured on the H200
+ * (2026-11-30, Qwen3-8B decode at 512): bf16 185.9 tok/s unsplit, 194.7
+ * split below 8192 rows, 192.6 below 16384. With the later 16-bit launch
+ * shapes (2 rows per warp at M = 1, placement by shifts, gate/up with the
+ * SiLU epilogue) 16384 measured faster (2026-12-01: 216.2 / 216.2 tok/s
+ * against 211.5 / 211.4 at 512, 195.4 against 191.7 at 4096; the gate/up
+ * + SiLU launch alone 98.8% of the copy bandwidth against 94.5%;
+ * bench/h200-2026-12-01b/run11, run12), so the bound is 16384: the
+ * 12288-row gate and up weights split too. fp8 weights split K over 2 warps at every n (needs
  * >= 4 chunks per lane): with the shared-memory ring (dl_k_gemv_fa) that
  * measured best on every decode shape (bench/lab/gemv_lab.cu, H200,
  * 2026-11-30: 2 warps against 1 and 4, see docs/gpu_backend.md); int8
  * weight-only is not split. */
+#define GV_KS_MAXN_F 16384 /* the float GEMV's row bound (W8A8's opt-in split: GV_KS_MAXN_DEFAULT) */
 static int gv_ks_maxn() {
-    static const int v = dl_env_int("DOTLM_GEMV_KSMAXN", GV_KS_MAXN_DEFAULT);
+    static const int v = dl_env_int("DOTLM_GEMV_KSMAXN", GV_KS_MAXN_F);
     return v;
 }
 /* DOTLM_GEMV_FP8KS4N=n (experiment, read once): fp8 weights with fewer than
