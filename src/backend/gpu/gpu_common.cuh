@@ -29,8 +29,7 @@ static inline int dl_env_int(const char *name, int dflt) {
  * each lane still keeps >= 4 chunks, else 2 when it keeps >= 4 at 2, else
  * 1; maxn rows or more: 1 (one warp per row group already fills the GPU).
  * The rule of the 16-bit float GEMV (gv_ks) and of the W8A8 GEMV's opt-in
- * split (i8_ks); each passes its own row bound. */
-#define GV_KS_MAXN_DEFAULT 8192 /* W8A8's opt-in split bound (DOTLM_I8_KSMAXN); the float GEMV's: GV_KS_MAXN_F */
+ * split (i8_ks); each passes its own row bound (GV_KS_MAXN_F, I8_KS_MAXN). */
 static inline int dl_ks_by_shape(int64_t n, int64_t chunks, int maxn) {
     if (n >= maxn) return 1;
     return chunks >= 16 ? 4 : chunks >= 8 ? 2 : 1;
@@ -195,15 +194,15 @@ static __device__ __forceinline__ uint32_t dl_q8(float v, float s) {
 /* The W8A8 per-token scale of a row whose largest |value| is amax (1 for
  * an all-zero row), and four codes dl_q8(v., s) packed into one word, x in
  * the low byte: the one definition every quantizing kernel uses. */
+static __device__ __forceinline__ float dl_q8_scale(float amax) { return amax > 0.0f ? amax / 127.0f : 1.0f; }
+static __device__ __forceinline__ uint32_t dl_q8x4(float x, float y, float z, float w, float s) {
+    return dl_q8(x, s) | dl_q8(y, s) << 8 | dl_q8(z, s) << 16 | dl_q8(w, s) << 24;
+}
 /* max(a, |v.x|, |v.y|, |v.z|, |v.w|): the per-float4 step of every
  * quantizing kernel's amax (a max ignores order, so any grouping gives the
  * same value). */
 static __device__ __forceinline__ float dl_amax4(float a, float4 v) {
     return fmaxf(fmaxf(a, fmaxf(fabsf(v.x), fabsf(v.y))), fmaxf(fabsf(v.z), fabsf(v.w)));
-}
-static __device__ __forceinline__ float dl_q8_scale(float amax) { return amax > 0.0f ? amax / 127.0f : 1.0f; }
-static __device__ __forceinline__ uint32_t dl_q8x4(float x, float y, float z, float w, float s) {
-    return dl_q8(x, s) | dl_q8(y, s) << 8 | dl_q8(z, s) << 16 | dl_q8(w, s) << 24;
 }
 
 /* SiLU(g) * u, the one expression every kernel that makes an MLP's hidden

@@ -743,6 +743,8 @@ extern "C" int gk_gemv_ok(const gk_weight *w) {
 static unsigned long long g_ring_n = 0;
 static int g_ring_allow = 1;
 extern "C" unsigned long long gk_gemv_ring_launches(void) { return g_ring_n; }
+extern "C" void gk_gemv_ring_allow(int on) { g_ring_allow = on != 0; }
+int dl_ring_ok() { return g_ring_allow && gk_gemv_ring_supported(); }
 
 /* Launches with the e4m3 fold widening (knob fp8=fold, the default at
  * M <= 2), and its gate (gk_gemv_fold_allow, the backend's cuda.gemv_fold):
@@ -751,8 +753,6 @@ static unsigned long long g_fold_n = 0;
 static int g_fold_allow = 1;
 extern "C" unsigned long long gk_gemv_fold_launches(void) { return g_fold_n; }
 extern "C" void gk_gemv_fold_allow(int on) { g_fold_allow = on != 0; }
-extern "C" void gk_gemv_ring_allow(int on) { g_ring_allow = on != 0; }
-int dl_ring_ok() { return g_ring_allow && gk_gemv_ring_supported(); }
 /* DOTLM_GEMV_TRIG=late (read once) or gk_gemv_trig_late(): see
  * gpu_common.cuh (same bits either way). */
 static int g_trig_late = -1; /* -1: the environment's */
@@ -953,12 +953,13 @@ struct gv_call {
  * against 211.5 / 211.4 at 512, 195.4 against 191.7 at 4096; the gate/up
  * + SiLU launch alone 98.8% of the copy bandwidth against 94.5%;
  * bench/h200-2026-12-01b/run11, run12), so the bound is 16384: the
- * 12288-row gate and up weights split too. fp8 weights split K over 2 warps at every n (needs
- * >= 4 chunks per lane): with the shared-memory ring (dl_k_gemv_fa) that
+ * 12288-row gate and up weights split too. fp8 weights split K over 2
+ * warps at every n (needs >= 4 chunks per lane): with the shared-memory
+ * ring (dl_k_gemv_fa) that
  * measured best on every decode shape (bench/lab/gemv_lab.cu, H200,
  * 2026-11-30: 2 warps against 1 and 4, see docs/gpu_backend.md); int8
  * weight-only is not split. */
-#define GV_KS_MAXN_F 16384 /* the float GEMV's row bound (W8A8's opt-in split: GV_KS_MAXN_DEFAULT) */
+#define GV_KS_MAXN_F 16384 /* the float GEMV's row bound (W8A8's opt-in split: I8_KS_MAXN) */
 static int gv_ks_maxn() {
     static const int v = dl_env_int("DOTLM_GEMV_KSMAXN", GV_KS_MAXN_F);
     return v;

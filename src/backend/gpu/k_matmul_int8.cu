@@ -363,6 +363,7 @@ struct i8_call {
  * when it gets >= 4 at 2, else not (more warps streaming a weight whose
  * rows alone leave the GPU half idle). Any split gives the same bits
  * (exact int32 sums). */
+#define I8_KS_MAXN 8192 /* the row bound of the opt-in split, unless DOTLM_I8_KSMAXN */
 static unsigned long long g_i8ks_n = 0; /* launches with a split weight */
 static int g_i8ks_allow = 1;
 extern "C" unsigned long long gk_int8_ksplit_launches(void) { return g_i8ks_n; }
@@ -371,7 +372,7 @@ static int i8_ks(const gk_weight &w, int knob) {
     const int64_t chunks = DL_CDIV(w.k, (int64_t)DL_WARP * 16); /* per lane, unsplit */
     if (!g_i8ks_allow) return 1;
     if (knob) return knob;
-    static const int maxn = dl_env_int("DOTLM_I8_KSMAXN", GV_KS_MAXN_DEFAULT);
+    static const int maxn = dl_env_int("DOTLM_I8_KSMAXN", I8_KS_MAXN);
     return dl_ks_by_shape(w.n, chunks, maxn);
 }
 
