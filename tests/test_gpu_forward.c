@@ -72,6 +72,13 @@ static int run_all(dl_model *m, const int32_t *toks, float *out, size_t *nout) {
     return rc;
 }
 
+/* Every fusion, fast launch form and fast widening off: the separate
+ * kernels the fast paths must equal bitwise. */
+#define UNFUSED                                                                                                        \
+    GN ".add_rmsnorm," GN ".qk_rope_kv," GN ".matmul.multi.gemv," GN ".matmul.int8.multi.gemv," GN ".norm_actq,"     \
+    GN ".silu_actq," GN ".pdl," GN ".gemv_ring," GN ".gemv_fold," GN ".int8_gemv_ksplit," GN ".gate_up_silu,"       \
+    GN ".attention.qk_rope," GN ".attention.warm," GN ".attention.combine_wide," GN ".norm_prewait"
+
 /* 1 if the device can run the fp8 GEMV weight ring (then cuda.gemv_ring
  * must count on fp8) / use programmatic dependent launch (then cuda.pdl
  * must count); 0 without a GPU build. */
@@ -122,10 +129,7 @@ static void one(const char *dir, dl_backend *gpu, uint64_t *rs) {
     CHECK(kreg_count(GN ".graph") == 0);
     CHECKF(n1 == n2 && memcmp(fast, nograph, n1 * V * 4) == 0, "%s: graph replay != eager (bitwise)", dir);
 
-    kreg_disable(GN ".add_rmsnorm," GN ".qk_rope_kv," GN ".matmul.multi.gemv," GN ".matmul.int8.multi.gemv,"
-                GN ".norm_actq," GN ".silu_actq," GN ".pdl," GN ".gemv_ring," GN ".gemv_fold," GN ".int8_gemv_ksplit,"
-                GN ".gate_up_silu,"
-                GN ".attention.qk_rope," GN ".attention.warm," GN ".attention.combine_wide," GN ".norm_prewait");
+    kreg_disable(UNFUSED);
     kreg_reset_counts();
     CHECKF(run_all(m, toks, plain, &n3) == 0, "%s unfused: %s", dir, dl_errmsg());
     CHECK(kreg_count(GN ".qk_rope_kv") == 0 && kreg_count(GN ".add_rmsnorm") == 0 && kreg_count(GN ".pdl") == 0 &&
@@ -177,10 +181,7 @@ static void one_qk(const char *dir, dl_backend *gpu) {
     CHECKF(nw == n1 && memcmp(fast, warm, n1 * V * 4) == 0, "%s: early K/V loads change the logits", dir);
     free(warm);
     kreg_reset_switches();
-    kreg_disable(GN ".add_rmsnorm," GN ".qk_rope_kv," GN ".matmul.multi.gemv," GN ".matmul.int8.multi.gemv,"
-                GN ".norm_actq," GN ".silu_actq," GN ".pdl," GN ".gemv_ring," GN ".gemv_fold," GN ".int8_gemv_ksplit,"
-                GN ".gate_up_silu,"
-                GN ".attention.qk_rope," GN ".attention.warm," GN ".attention.combine_wide," GN ".norm_prewait");
+    kreg_disable(UNFUSED);
     kreg_reset_counts();
     CHECKF(run_all(m, toks, plain, &n2) == 0, "%s qk unfused: %s", dir, dl_errmsg());
     CHECK(kreg_count(GN ".attention.qk_rope") == 0);
