@@ -77,7 +77,8 @@ static int run_all(dl_model *m, const int32_t *toks, float *out, size_t *nout) {
 #define UNFUSED                                                                                                        \
     GN ".add_rmsnorm," GN ".qk_rope_kv," GN ".matmul.multi.gemv," GN ".matmul.int8.multi.gemv," GN ".norm_actq,"     \
     GN ".silu_actq," GN ".pdl," GN ".gemv_ring," GN ".gemv_fold," GN ".int8_gemv_ksplit," GN ".gate_up_silu,"       \
-    GN ".attention.qk_rope," GN ".attention.warm," GN ".attention.combine_wide," GN ".norm_prewait"
+    GN ".attention.qk_rope," GN ".attention.warm," GN ".attention.combine_wide," GN ".attention.cluster,"        \
+    GN ".norm_prewait"
 
 /* 1 if the device can run the fp8 GEMV weight ring (then cuda.gemv_ring
  * must count on fp8) / use programmatic dependent launch (then cuda.pdl
@@ -85,9 +86,11 @@ static int run_all(dl_model *m, const int32_t *toks, float *out, size_t *nout) {
 #if defined(DOTLM_CUDA) || defined(DOTLM_HIP)
 static int ring_supported(void) { return gk_gemv_ring_supported(); }
 static int pdl_supported(void) { return gpurt_pdl_supported(); }
+static int cluster_supported(void) { return gk_attn_cluster_avail(); }
 #else
 static int ring_supported(void) { return 0; }
 static int pdl_supported(void) { return 0; }
+static int cluster_supported(void) { return 0; }
 #endif
 
 static void one(const char *dir, dl_backend *gpu, uint64_t *rs) {
@@ -112,6 +115,9 @@ static void one(const char *dir, dl_backend *gpu, uint64_t *rs) {
     CHECKF(kreg_count(GN ".matmul.multi.gemv") + kreg_count(GN ".matmul.int8.multi.gemv") > 0,
            "%s: multi-weight GEMV not dispatched", dir);
     if (pdl_supported()) CHECKF(kreg_count(GN ".pdl") > 0, "%s: no PDL launch counted", dir);
+    /* decode rows of several segments merge in a cluster (opted in by main) */
+    if (cluster_supported())
+        CHECKF(kreg_count(GN ".attention.cluster") > 0, "%s: decode attention's cluster merge not dispatched", dir);
     if (strstr(dir, "fp8") && ring_supported())
         CHECKF(kreg_count(GN ".gemv_ring") > 0, "%s: fp8 GEMV weight ring not dispatched", dir);
     if (strstr(dir, "fp8")) /* e4m3 checkpoints: decode GEMVs widen with fold */
@@ -137,7 +143,7 @@ static void one(const char *dir, dl_backend *gpu, uint64_t *rs) {
           kreg_count(GN ".int8_gemv_ksplit") == 0 &&
           kreg_count(GN ".gate_up_silu") == 0 && kreg_count(GN ".attention.qk_rope") == 0 &&
           kreg_count(GN ".attention.warm") == 0 && kreg_count(GN ".attention.combine_wide") == 0 &&
-          kreg_count(GN ".norm_prewait") == 0);
+          kreg_count(GN ".attention.cluster") == 0 && kreg_count(GN ".norm_prewait") == 0);
     CHECKF(n1 == n3 && memcmp(fast, plain, n1 * V * 4) == 0, "%s: fused != separate kernels (bitwise)", dir);
     kreg_reset_switches();
     printf("%s: %zu logit rows, fast == no-graph == unfused without PDL or ring (PDL launches counted: %s; ring: "
@@ -323,6 +329,7 @@ static void silu_actq(dl_backend *gpu, uint64_t *rs) {
 }
 
 int main(void) {
+    setenv("DOTLM_GPU_ATTN_CL", "1", 1); /* opt in to the cluster merge (the unfused run switches it off) */
     dl_backend *gpu = be_create(GN, 0);
     if (!gpu) {
         printf("SKIP: no %s device or backend (%s)\n", GN, dl_errmsg());

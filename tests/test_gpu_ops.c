@@ -14,8 +14,13 @@
 #include "backend/gpu/gpu_backend.h"
 #include "backend/gpu/gpu_kernels.h"
 #define ATTN_GB_SET(n) gk_attn_gb_set(n)
+#define ATTN_CL_AVAIL() gk_attn_cluster_avail()
+#define PDL_SUPPORTED() gpurt_pdl_supported()
 #else
 #define ATTN_GB_SET(n) ((void)(n)) /* no GPU backend: main skips before any GPU check */
+#define ATTN_CL_AVAIL() 0
+#define PDL_SUPPORTED() 0
+#define GK_ATTN_CL_MAXSEG 16
 #endif
 
 #ifdef DOTLM_HIP
@@ -427,69 +432,98 @@ static void attn_tiled(cache *cg, int nh, int nt, float *dq, float *dout, float 
     kreg_reset_switches();
 }
 
-/* GPU split attention on the current batch eight times, each into a
+/* GPU split attention on the current batch nine times, each into a
  * poisoned (NaN) dout, each pass switching more off: 0 the fused combine
  * (the last segment block merges; main opts in with DOTLM_GPU_ATTN_FUSE=1);
- * 1 GN ".attention.fused_combine" off (the combine kernel, its loads in one
- * round trip); 2 GN ".attention.combine_rt" off too (the pass-by-pass wide
- * loads); 3 GN ".attention.combine_wide" off too (the combine's first
- * form); 4 GN ".attention.idx_prewait" off too (the split kernels' indices
- * loaded after the PDL wait); 5 and 6 at most 1 and 2 query heads per split
- * block (gk_attn_gb_set: another grid, the same arithmetic); 7 no cap and
- * GN ".attention.split_heads" off too (whole GQA groups per block, which
- * must not count there). Each pass
- * begins the batch anew: the backend reads the switches at begin(). Every
- * output must be bitwise equal to pass 1's, pass 0's also to og (the
- * default dispatch's output). Counters: when a row has several segments
- * (multi: some pos >= 64, so maxlen > 64) fused must move in pass 0,
- * combine_wide in passes 1-2 and combine_rt in pass 1, and none while
- * switched off; idx_prewait once per pass until pass 4. The poison also
- * catches a fused launch that left its arrival counters non-zero (the next
- * one would skip the merge). The opted-in early K/V loads are off in every
- * pass (they would replace the index loads before the wait). */
+ * 1 GN ".attention.fused_combine" off (the cluster merge where the device
+ * has clusters and the rows have 2..GK_ATTN_CL_MAXSEG segments, else the
+ * combine kernel); 2 GN ".attention.cluster" off too (the combine kernel,
+ * its loads in one round trip); 3 GN ".attention.combine_rt" off too (the
+ * pass-by-pass wide loads); 4 GN ".attention.combine_wide" off too (the
+ * combine's first form); 5 GN ".attention.idx_prewait" off too (the split
+ * kernels' indices loaded after the PDL wait); 6 and 7 at most 1 and 2
+ * query heads per split block (gk_attn_gb_set: another grid, the same
+ * arithmetic); 8 no cap and GN ".attention.split_heads" off too (whole GQA
+ * groups per block, which must not count there). Each pass begins the
+ * batch anew: the backend reads the switches at begin(). Every output must
+ * be bitwise equal to pass 2's, pass 0's also to og (the default
+ * dispatch's output). Counters: when a row has several segments (multi:
+ * some pos >= 64, so maxlen > 64) fused must move in pass 0, the cluster
+ * merge in pass 1 only where it may apply and at least on the Qwen3-8B
+ * shape (*ncl counts the passes where it ran), combine_wide in passes 2-3 (and 1 without the cluster) and
+ * combine_rt in pass 2 (and 1), and none while switched off; idx_prewait
+ * once per pass until pass 5. The poison also catches a fused launch that
+ * left its arrival counters non-zero (the next one would skip the merge),
+ * and a cluster merge that missed an output. The opted-in early K/V loads
+ * are off in every pass (they would replace the index loads before the
+ * wait). */
+static int g_ncl; /* attn_fused_check passes where the cluster merge had to run (and did) */
+
 static void attn_fused_check(cache *cg, const dl_batch *b, int nh, int multi, float *dq, float *dout,
-                             const float *og) {
+                             const float *og, int *ncl) {
     const int nt = b->ntok;
     const int hd = cg->kv.head_dim;
     const size_t n = (size_t)nt * nh * hd;
     const float sc = 1.0f / sqrtf((float)hd);
+    int ml = 1; /* maxlen as the backend sizes it: a power of two >= 64 */
+    for (int i = 0; i < nt; i++)
+        while (ml < b->pos[i] + 1) ml *= 2;
+    const int nseg = (ml < 64 ? 64 : ml) / 64;
+    /* the cluster merge may run (it also needs rank 0's partial slots to fit:
+     * ran says whether it did), and must on the Qwen3-8B shape */
+    const int can = multi && nseg >= 2 && nseg <= GK_ATTN_CL_MAXSEG && ATTN_CL_AVAIL();
+    const int must = can && nh == 32 && cg->kv.n_kv_heads == 8 && hd == 128;
+    int clu = 0;
     float *poison = malloc(n * 4), *of = malloc(n * 4), *oc = malloc(n * 4), *ox = malloc(n * 4);
     memset(poison, 0xff, n * 4);
-    static const char *const off[8] = {GN ".attention.warm", GN ".attention.fused_combine",
-                                       GN ".attention.combine_rt", GN ".attention.combine_wide",
-                                       GN ".attention.idx_prewait", "", "", GN ".attention.split_heads"};
-    for (int pass = 0; pass < 8; pass++) {
+    static const char *const off[9] = {GN ".attention.warm",       GN ".attention.fused_combine",
+                                       GN ".attention.cluster",    GN ".attention.combine_rt",
+                                       GN ".attention.combine_wide", GN ".attention.idx_prewait",
+                                       "",                         "",
+                                       GN ".attention.split_heads"};
+    float *ocl = malloc(n * 4); /* pass 1 */
+    for (int pass = 0; pass < 9; pass++) {
         if (*off[pass]) kreg_disable(off[pass]); /* added to the earlier passes' */
-        ATTN_GB_SET(pass == 5 ? 1 : pass == 6 ? 2 : 0);
+        ATTN_GB_SET(pass == 6 ? 1 : pass == 7 ? 2 : 0);
         CHECK(gpu->begin(gpu, b, &cg->kv) == 0);
         kreg_reset_counts();
         gpu->from_host(gpu, dout, poison, n * 4);
         gpu->attention(gpu, dout, dq, &cg->kv, 0, nh, sc);
-        dget(pass == 0 ? of : pass == 1 ? oc : ox, dout, n);
-        if (pass >= 2)
-            CHECKF(!memcmp(ox, oc, n * 4), "split attention pass %d differs from pass 1 (nt=%d nh=%d hd=%d %s)", pass,
+        dget(pass == 0 ? of : pass == 1 ? ocl : pass == 2 ? oc : ox, dout, n);
+        if (pass >= 3)
+            CHECKF(!memcmp(ox, oc, n * 4), "split attention pass %d differs from pass 2 (nt=%d nh=%d hd=%d %s)", pass,
                    nt, nh, hd, dt_name(cg->kv.dtype));
         const uint64_t nf = kreg_count(GN ".attention.fused_combine"), nw = kreg_count(GN ".attention.combine_wide");
         const uint64_t nr = kreg_count(GN ".attention.combine_rt"), ni = kreg_count(GN ".attention.idx_prewait");
+        const uint64_t nc = kreg_count(GN ".attention.cluster");
         CHECKF(kreg_count(GN ".attention.split") == 1, "split attention not used (nt=%d hd=%d pass %d)", nt, hd, pass);
-        CHECKF(ni == (pass >= 4 ? 0u : 1u), "idx_prewait counted %llu in pass %d (nt=%d hd=%d)",
+        CHECKF(ni == (pass >= 5 ? 0u : 1u), "idx_prewait counted %llu in pass %d (nt=%d hd=%d)",
                (unsigned long long)ni, pass, nt, hd);
         if (pass) CHECKF(nf == 0, "fused combine counted while switched off (nt=%d hd=%d)", nt, hd);
         else if (multi) CHECKF(nf > 0, "fused combine not counted (nt=%d hd=%d)", nt, hd);
-        if (pass == 0 || pass >= 3) CHECKF(nw == 0, "wide combine counted in pass %d (nt=%d hd=%d)", pass, nt, hd);
-        else if (multi) CHECKF(nw > 0, "wide combine not counted in pass %d (nt=%d hd=%d)", pass, nt, hd);
-        if (pass == 7)
+        if (pass == 1) clu = nc == 1;
+        CHECKF(pass == 1 ? nc <= (uint64_t)can && nc >= (uint64_t)must : nc == 0,
+               "cluster merge counted %llu in pass %d (nt=%d nh=%d hd=%d nseg=%d)", (unsigned long long)nc, pass, nt,
+               nh, hd, nseg);
+        const int comb = multi && (pass == 2 || pass == 3 || (pass == 1 && !clu)); /* the wide combine ran */
+        CHECKF(comb ? nw > 0 : nw == 0, "wide combine counted %llu in pass %d (nt=%d hd=%d)", (unsigned long long)nw,
+               pass, nt, hd);
+        const int rt = multi && (pass == 2 || (pass == 1 && !clu));
+        CHECKF(rt ? nr > 0 : nr == 0, "one-round-trip combine counted %llu in pass %d (nt=%d hd=%d)",
+               (unsigned long long)nr, pass, nt, hd);
+        if (pass == 8)
             CHECKF(kreg_count(GN ".attention.split_heads") == 0, "split_heads counted while off (nt=%d nh=%d hd=%d)",
                    nt, nh, hd);
-        if (pass != 1) CHECKF(nr == 0, "one-round-trip combine counted in pass %d (nt=%d hd=%d)", pass, nt, hd);
-        else if (multi) CHECKF(nr > 0, "one-round-trip combine not counted (nt=%d hd=%d)", nt, hd);
     }
     kreg_reset_switches();
     ATTN_GB_SET(0);
+    *ncl += clu;
+    CHECKF(!memcmp(ocl, oc, n * 4), "cluster merge vs combine kernel not bitwise equal (nt=%d nh=%d hd=%d %s nseg=%d)",
+           nt, nh, hd, dt_name(cg->kv.dtype), nseg);
     CHECKF(!memcmp(of, oc, n * 4), "fused vs combine kernel not bitwise equal (nt=%d nh=%d hd=%d %s)", nt, nh, hd,
            dt_name(cg->kv.dtype));
     CHECKF(!memcmp(of, og, n * 4), "fused split attention differs from the first run (nt=%d hd=%d)", nt, hd);
-    free(poison), free(of), free(oc), free(ox);
+    free(poison), free(of), free(oc), free(ox), free(ocl);
 }
 
 /* DOTLM_GPU_DIAG_SKIP: a list with an unknown group or a malformed shape
@@ -680,7 +714,7 @@ static void test_attention_long(int nh, int nkv, int hd, dl_dtype dt) {
         if (nt > 8) continue;
         int multi = 0; /* a row with several 64-position segments */
         for (int i = 0; i < nt; i++) multi |= pos[i] >= 64;
-        attn_fused_check(&cg, &b, nh, multi, dq, dout, og);
+        attn_fused_check(&cg, &b, nh, multi, dq, dout, og, &g_ncl);
         for (int i = 0; i < nt; i++) {
             const int r = brow[bi][i];
             if (!have[r]) {
@@ -762,7 +796,7 @@ static void test_qk_rope_attention(int nh, int nkv, int hd, dl_dtype dt, dl_dtyp
     float *RQ = malloc(NR * qw * 4), *RK = malloc(NR * kw * 4), *RV = malloc(NR * kw * 4);
     fill(RQ, NR * qw, 3.0f), fill(RK, NR * kw, 3.0f), fill(RV, NR * kw, 1.0f);
     float *q = malloc(NR * qw * 4), *k = malloc(NR * kw * 4), *v = malloc(NR * kw * 4);
-    float *oc = malloc(NR * qw * 4), *oa = malloc(NR * qw * 4), *ob = malloc(NR * qw * 4);
+    float *oc = malloc(NR * qw * 4), *oa = malloc(NR * qw * 4), *ob = malloc(NR * qw * 4), *ocl = malloc(NR * qw * 4);
     float *dq = gpu->alloc(gpu, NR * qw * 4), *dk = gpu->alloc(gpu, NR * kw * 4), *dv = gpu->alloc(gpu, NR * kw * 4);
     float *dout = gpu->alloc(gpu, NR * qw * 4);
     uint8_t *ka = malloc(cbytes), *va = malloc(cbytes), *kb = malloc(cbytes), *vb = malloc(cbytes);
@@ -787,10 +821,16 @@ static void test_qk_rope_attention(int nh, int nkv, int hd, dl_dtype dt, dl_dtyp
         cpu->kv_write(cpu, &cc.kv, 0, hk, v);
         cpu->attention(cpu, oc, hq, &cc.kv, 0, nh, sc);
         free(hq), free(hk);
-        /* GPU: separate ops (the fused one switched off) on cache a, fused on b */
-        for (int pass = 0; pass < 2; pass++) {
+        /* GPU: separate ops (the fused one switched off) on cache a, fused on b, then fused again on b
+         * (rewriting the same key rows) with the fused combine off: the cluster merge where it applies */
+        int ml = 64;
+        for (int i = 0; i < nt; i++)
+            while (ml < pos[i] + 1) ml *= 2;
+        const int clu = ml / 64 >= 2 && ml / 64 <= GK_ATTN_CL_MAXSEG && ATTN_CL_AVAIL();
+        for (int pass = 0; pass < 3; pass++) {
             cache *cg = pass ? &cb : &ca;
             if (!pass) kreg_disable(GN ".attention.qk_rope");
+            if (pass == 2) kreg_disable(GN ".attention.fused_combine");
             CHECK(gpu->begin(gpu, &b, &cg->kv) == 0);
             gpu->from_host(gpu, dq, q, nt * qw * 4);
             gpu->from_host(gpu, dk, k, nt * kw * 4);
@@ -798,8 +838,11 @@ static void test_qk_rope_attention(int nh, int nkv, int hd, dl_dtype dt, dl_dtyp
             kreg_reset_counts();
             gpu->qk_rope_attention(gpu, dout, &cg->kv, 0, dq, dk, dv, nh, norm ? &qng : NULL, norm ? &kng : NULL, eps,
                                    zc, &rope, sc);
-            dget(pass ? ob : oa, dout, nt * qw);
+            dget(pass == 0 ? oa : pass == 1 ? ob : ocl, dout, nt * qw);
             const uint64_t nf = kreg_count(GN ".attention.qk_rope"), ns = kreg_count(GN ".qk_rope_kv");
+            const uint64_t nc = kreg_count(GN ".attention.cluster");
+            CHECKF(nc == (pass == 2 && clu ? 1u : 0u), "cluster merge counted %llu in qk pass %d (batch %d)",
+                   (unsigned long long)nc, pass, bi);
             if (pass && distinct && fuses)
                 CHECKF(nf == 1 && ns == 0, "qk_rope attention not dispatched (nh=%d hd=%d rot=%d batch %d)", nh, hd,
                        rot, bi);
@@ -810,6 +853,9 @@ static void test_qk_rope_attention(int nh, int nkv, int hd, dl_dtype dt, dl_dtyp
         }
         CHECKF(!memcmp(oa, ob, nt * qw * 4), "qk_rope attention != separate ops (nh=%d nkv=%d hd=%d %s rot=%d "
                "norm %s zc=%d batch %d)", nh, nkv, hd, dt_name(dt), rot, norm ? dt_name(ndt) : "none", zc, bi);
+        CHECKF(!memcmp(oa, ocl, nt * qw * 4), "qk_rope attention, cluster merge != separate ops (nh=%d hd=%d %s "
+               "batch %d)", nh, hd, dt_name(dt), bi);
+        g_ncl += clu;
         cache_bytes(gpu, &ca, ka, va, cbytes);
         cache_bytes(gpu, &cb, kb, vb, cbytes);
         CHECKF(!memcmp(ka, kb, cbytes) && !memcmp(va, vb, cbytes), "qk_rope attention: cache differs (hd=%d batch %d)",
@@ -828,7 +874,7 @@ static void test_qk_rope_attention(int nh, int nkv, int hd, dl_dtype dt, dl_dtyp
         free_w(&qnc), free_w(&knc);
     }
     gpu->free(gpu, dq), gpu->free(gpu, dk), gpu->free(gpu, dv), gpu->free(gpu, dout);
-    free(RQ), free(RK), free(RV), free(q), free(k), free(v), free(oc), free(oa), free(ob);
+    free(RQ), free(RK), free(RV), free(q), free(k), free(v), free(oc), free(oa), free(ob), free(ocl);
     free(ka), free(va), free(kb), free(vb);
     cache_free(&ca, gpu), cache_free(&cb, gpu), cache_free(&cc, cpu);
 }
@@ -850,6 +896,7 @@ static void test_errors(void) {
 int main(void) {
     rs = tu_seed();
     setenv("DOTLM_GPU_ATTN_FUSE", "1", 1); /* opt in to the fused attention combine (compared with it off) */
+    setenv("DOTLM_GPU_ATTN_CL", "1", 1);   /* and to the cluster merge */
     setenv("DOTLM_GPU_ATTN_QK", "1", 1);   /* and to the q/k norm + RoPE attention prologue */
     setenv("DOTLM_GPU_ATTN_WARM", "1", 1); /* and to the early K/V loads (compared with them off) */
     cpu = be_create("cpu", 2);
@@ -887,6 +934,12 @@ int main(void) {
               {8, 2, 256, DT_F16},  {4, 2, 256, DT_F32},  {12, 2, 96, DT_F16}, {10, 2, 80, DT_F32},
               {28, 4, 128, DT_F16}, {4, 4, 128, DT_F16},  {8, 1, 192, DT_F32}};
     for (int i = 0; i < (int)(sizeof lc / sizeof lc[0]); i++) test_attention_long(lc[i].nh, lc[i].nkv, lc[i].hd, lc[i].dt);
+    /* the device has clusters: the merge must have run (and matched) somewhere */
+    printf("cluster merge: %s, checked on %d batches\n", ATTN_CL_AVAIL() ? "available" : "not on this device", g_ncl);
+    if (ATTN_CL_AVAIL()) CHECKF(g_ncl > 0, "cluster merge available but never due (%d)", g_ncl);
+    /* PDL and clusters both come with sm_90 (CUDA): a device with one must have the other */
+    CHECKF(ATTN_CL_AVAIL() == PDL_SUPPORTED(), "cluster merge available %d, PDL %d", ATTN_CL_AVAIL(),
+           PDL_SUPPORTED());
     /* nh, nkv, hd, KV dtype, norm dtype (DT_COUNT: none), rot, zc: Qwen3-8B; Llama (no norm);
      * partial rotary; Qwen3.5 (zero-centred, head_dim 256); G = 16 (two head chunks: separate ops) */
     static const struct {

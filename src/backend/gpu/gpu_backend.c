@@ -63,6 +63,10 @@ static kreg_kernel K_ATT_IPRE =
     KREG_KERNEL(KN("attention.idx_prewait"), "split-KV decode launches whose split and combine kernels read the "
                                              "position, sequence and first cache page before their PDL wait "
                                              "(same bits)");
+static kreg_kernel K_ATT_CL =
+    KREG_KERNEL(KN("attention.cluster"), "split-KV decode whose segment blocks (2..16) form a thread block cluster "
+                                         "and merge through its shared memory, no combine launch (sm_90+; same "
+                                         "bits; opt-in: DOTLM_GPU_ATTN_CL=1)");
 static kreg_kernel K_ATT_TILED = KREG_KERNEL(KN("attention.tiled"), "tiled causal GQA attention");
 static kreg_kernel K_EMBED = KREG_KERNEL(KN("embed"), "");
 static kreg_kernel K_RMS = KREG_KERNEL(KN("rmsnorm"), "");
@@ -139,6 +143,9 @@ typedef struct {
     int att_cw;       /* cuda.attention.combine_wide on, at begin() (part of graph keys) */
     int att_ipre;     /* cuda.attention.idx_prewait on, at begin() (part of graph keys) */
     int att_crt;      /* cuda.attention.combine_rt on, at begin() (part of graph keys) */
+    int att_cl_opt;   /* DOTLM_GPU_ATTN_CL=1: the cluster merge of the decode attention is opted in */
+    int att_cl;       /* opted in, cuda.attention.cluster on, no DOTLM_GPU_DIAG_SKIP=combine, at begin() (graph keys) */
+    int att_cllate;   /* DOTLM_GPU_ATTN_CL_TRIG=late: the cluster merge's late PDL trigger (experiment) */
     int att_gb;       /* gk_attn_gb_get() at begin() (part of graph keys: the split grid) */
     int att_gbr;      /* cuda.attention.split_heads on, at begin() (part of graph keys) */
     int gu_silu;      /* cuda.gate_up_silu at begin() (part of graph keys) */
@@ -203,17 +210,20 @@ static void hits_since(gpu_impl *g, kreg_kernel *k, unsigned long long before, u
 /* The launches made with PDL (one cuda.pdl dispatch each). */
 static void pdl_count(gpu_impl *g, unsigned long long before) { hits_since(g, &K_PDL, before, gk_pdl_launches()); }
 /* DOTLM_GPU_DIAG_SKIP=norm,qkrope,attn,combine,silu,actq,matmul,matmul:NxK (any subset):
- * the launches of those groups are not made at all, so a decode step's
+ * the launches of those groups are not made at all (attnwork: the split
+ * attention kernel is launched but its blocks return after their PDL wait), so a decode step's
  * time can be compared with and without them (what each costs on the
  * critical path, PDL overlap included; there is no profiler on the test
  * machine that sees inside a graph replay). Outputs are wrong while it is
  * set; dotlm says so on stderr at backend creation. */
-enum { DG_NORM = 1, DG_QKROPE = 2, DG_ATTN = 4, DG_COMBINE = 8, DG_SILU = 16, DG_MATMUL = 32, DG_ACTQ = 64 };
+enum { DG_NORM = 1, DG_QKROPE = 2, DG_ATTN = 4, DG_COMBINE = 8, DG_SILU = 16, DG_MATMUL = 32, DG_ACTQ = 64,
+       DG_ATTNWORK = 128 };
 static const struct {
     const char *name;
     unsigned bit;
 } DG_NAMES[] = {{"norm", DG_NORM},     {"qkrope", DG_QKROPE}, {"attn", DG_ATTN},
-                {"combine", DG_COMBINE}, {"silu", DG_SILU},   {"matmul", DG_MATMUL}, {"actq", DG_ACTQ}};
+                {"combine", DG_COMBINE}, {"silu", DG_SILU},   {"matmul", DG_MATMUL}, {"actq", DG_ACTQ},
+                {"attnwork", DG_ATTNWORK}};
 
 /* Parses the DOTLM_GPU_DIAG_SKIP list e (NULL: 0) into the DG_* mask it
  * returns and g's shape filters; unknown names are an error (returns -1 and
@@ -244,7 +254,8 @@ static long diag_parse(const char *e, gpu_impl *g) {
         size_t i = 0;
         while (i < sizeof DG_NAMES / sizeof DG_NAMES[0] && strcmp(DG_NAMES[i].name, t)) i++;
         if (i == sizeof DG_NAMES / sizeof DG_NAMES[0]) {
-            dl_err("DOTLM_GPU_DIAG_SKIP: unknown group '%s' (norm, qkrope, attn, combine, silu, actq, matmul)", t);
+            dl_err("DOTLM_GPU_DIAG_SKIP: unknown group '%s' (norm, qkrope, attn, combine, silu, actq, matmul, "
+                   "attnwork)", t);
             m = -1;
         } else {
             m |= DG_NAMES[i].bit;
@@ -518,6 +529,12 @@ static int gpu_begin(dl_backend *be, const dl_batch *b, const dl_kvcache *kv) {
     g->att_cw = kreg_enabled(&K_ATT_CW);
     g->att_ipre = kreg_enabled(&K_ATT_IPRE);
     g->att_crt = kreg_enabled(&K_ATT_CRT);
+    /* opt-in: measured slower in decode (H200, 2026-12-01, Qwen3-8B at 512,
+     * segments of 64: fp8 298.7 / 299.4 tok/s with it, 307.6 / 305.7
+     * without; bf16 215.6 / 213.0 against 215.3 / 215.6). DIAG_SKIP=combine
+     * times the combine kernel, so it keeps the kernel's launches (and leaves
+     * them out). */
+    g->att_cl = g->att_cl_opt && kreg_enabled(&K_ATT_CL) && !(g->diag & DG_COMBINE) && gk_attn_cluster_avail();
     g->att_gb = gk_attn_gb_get();
     g->att_gbr = kreg_enabled(&K_ATT_GBR);
     g->gu_silu = kreg_enabled(&K_GU_SILU);
@@ -848,7 +865,8 @@ static gk_attn att_desc(gpu_impl *g, const dl_kvcache *kv, int layer, int nh, fl
                      .btab = g->d_btab, .fuse = g->fuse_att, .cwide = g->att_cw,
                      .crt = g->att_crt && g->att_cw && (g->maxlen + GK_ATTN_SEG - 1) / GK_ATTN_SEG <= GK_ATTN_RT_MAXSEG,
                      .ipre = g->att_ipre, .gbrule = g->att_gbr,
-                     .diag_nocombine = (g->diag & DG_COMBINE) != 0};
+                     .diag_nocombine = (g->diag & DG_COMBINE) != 0, .clu = g->att_cl, .cllate = g->att_cllate,
+                     .diag_empty = (g->diag & DG_ATTNWORK) != 0};
 }
 
 /* The split-KV decode launch of *a (workspace grown first), counted:
@@ -866,7 +884,8 @@ static void att_split(gpu_impl *g, float *out, const float *q, gk_attn *a, const
         if (!a->warm && a->ipre) (void)use(g, &K_ATT_IPRE); /* else the warm loads come first anyway */
         TIMED(g, &K_ATT_SPLIT, fused = gk_attn_split(g->stream, out, q, a, g->wsa));
     }
-    if (fused) (void)use(g, &K_ATT_FUSE);
+    if (fused == 1) (void)use(g, &K_ATT_FUSE);
+    else if (fused == 2) (void)use(g, &K_ATT_CL);
     else if (ws && a->cwide) { /* several segments: the combine kernel ran */
         (void)use(g, &K_ATT_CW);
         if (a->crt) (void)use(g, &K_ATT_CRT);
@@ -1078,6 +1097,8 @@ static int gpu_graph_begin(dl_backend *be, uint64_t key) {
     key ^= (uint64_t)g->att_cw * 0x85EBCA77C2B2AE63ull;
     key ^= (uint64_t)g->att_ipre * 0x2545F4914F6CDD1Dull;
     key ^= (uint64_t)g->att_crt * 0x4CF5AD432745937Full;
+    key ^= (uint64_t)g->att_cl * 0x8CB92BA72F3D8DD7ull;
+    key ^= (uint64_t)g->att_cllate * 0x5851F42D4C957F2Dull;
     key ^= (uint64_t)g->att_gb * 0x9E6C63D0676A9A99ull;
     key ^= (uint64_t)g->att_gbr * 0x1D8E4E27C47D124Full;
     key ^= (uint64_t)g->gu_silu * 0x94D049BB133111EBull;
@@ -1144,6 +1165,10 @@ dl_backend *gpu_backend_create(const char *name) {
     g->dot2 = d2 && atoi(d2) != 0;
     const char *af = getenv("DOTLM_GPU_ATTN_FUSE");
     g->att_fuse_opt = af && atoi(af) != 0;
+    const char *acl = getenv("DOTLM_GPU_ATTN_CL");
+    g->att_cl_opt = acl && atoi(acl) != 0;
+    const char *ct = getenv("DOTLM_GPU_ATTN_CL_TRIG");
+    g->att_cllate = ct && !strcmp(ct, "late");
     const char *aq = getenv("DOTLM_GPU_ATTN_QK"), *aw = getenv("DOTLM_GPU_ATTN_WARM");
     g->att_qk_opt = aq && atoi(aq) != 0;
     g->att_warm_opt = aw && atoi(aw) != 0;

@@ -380,6 +380,82 @@ static inline void dl_launch(void (*k)(P...), dim3 grid, dim3 block, size_t smem
     k<<<grid, block, smem, st>>>(((P)a)...);
 }
 
+/* dl_launch() as a cluster launch of csize x 1 x 1 blocks (CUDA sm_90+; the
+ * caller checked the kernel can take it, e.g. with dl_cluster_ok), with the
+ * PDL attribute when dl_pdl_on. Returns false (nothing launched, the error
+ * cleared) where the launch is refused, and always on HIP. */
+template <typename... P, typename... A>
+static inline bool dl_launch_cluster(void (*k)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t st,
+                                     unsigned csize, A... a) {
+#if DL_WARP == 32 && !defined(__HIPCC__)
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = st;
+    cudaLaunchAttribute at[2];
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = csize;
+    at[0].val.clusterDim.y = 1;
+    at[0].val.clusterDim.z = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    if (dl_pdl_on) {
+        at[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        at[1].val.programmaticStreamSerializationAllowed = 1;
+        cfg.numAttrs = 2;
+    }
+    if (cudaLaunchKernelEx(&cfg, k, ((P)a)...) == cudaSuccess) {
+        if (dl_pdl_on) dl_pdl_n++;
+        return true;
+    }
+    (void)cudaGetLastError();
+#else
+    (void)k, (void)grid, (void)block, (void)smem, (void)st, (void)csize;
+#endif
+    return false;
+}
+
+/* 1 if kernel k (compiled for sm_90 or later) can run clusters of csize x
+ * 1 x 1 blocks of `block` threads and smem dynamic bytes on the current
+ * device: non-portable sizes (> 8) are allowed on it, and at least one such
+ * cluster fits. 0 on HIP, before sm_90, or when the runtime says no. */
+template <typename... P>
+static inline int dl_cluster_ok(void (*k)(P...), unsigned csize, dim3 block, size_t smem) {
+#if DL_WARP == 32 && !defined(__HIPCC__)
+    cudaFuncAttributes fa;
+    if (cudaFuncGetAttributes(&fa, (const void *)k) != cudaSuccess || fa.binaryVersion < 90) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    if (csize > 8 && cudaFuncSetAttribute((const void *)k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
+                         cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(csize, 1, 1);
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = csize;
+    at[0].val.clusterDim.y = 1;
+    at[0].val.clusterDim.z = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    int n = 0;
+    if (cudaOccupancyMaxActiveClusters(&n, (const void *)k, &cfg) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return n > 0;
+#else
+    (void)k, (void)csize, (void)block, (void)smem;
+    return 0;
+#endif
+}
+
 /* GEMV tuning knobs (variants). None of them changes a result bit: every
  * variant widens each weight to the same fp32 value and keeps the same
  * per-row FMA order (lane-strided 16-byte chunks, chunk partial, fixed

@@ -207,6 +207,13 @@ typedef struct {
                  * gk_attn_gb_set cap); same arithmetic either way */
     int diag_nocombine; /* 1: the combine kernel is not launched (DOTLM_GPU_DIAG_SKIP=combine: timing
                          * diagnostics only; the output is then wrong) */
+    int clu;    /* 1: rows of 2..GK_ATTN_CL_MAXSEG segments merge in a thread block cluster (the segment
+                 * blocks of one (token, KV head x head chunk), CUDA sm_90+; cuda.attention.cluster): no
+                 * combine launch, the same bits */
+    int cllate; /* 1 (cluster merge): the kernel after it launches as the blocks pass the cluster barrier,
+                 * not at their PDL wait (an experiment switch: DOTLM_GPU_ATTN_CL_TRIG=late) */
+    int diag_empty; /* 1: the split kernel's blocks return after their PDL wait (DOTLM_GPU_DIAG_SKIP=attnwork:
+                     * the launch's cost without its work; the output is then wrong) */
 } gk_attn;
 /* Split-KV decode (ntok <= 8): each row's [0, pos] is cut into segments of
  * GK_ATTN_SEG positions aligned at 0; one block per (token, KV head,
@@ -221,14 +228,20 @@ typedef struct {
  * be all zero before the first launch on a workspace (cudaMemset the
  * workspace to 0 when allocating it) and every launch leaves them all zero.
  * Returns 1 when the fused merge ran (a->fuse, more than one segment, at
- * most GK_ATTN_NCNT groups), else 0 (combine kernel, single segment or
- * tiled).
+ * most GK_ATTN_NCNT groups), 2 when the cluster merge did (a->clu, 2 to
+ * GK_ATTN_CL_MAXSEG segments, a device and shape whose cluster fits), else
+ * 0 (combine kernel, single segment or tiled).
  * gk_attn_split_ok: the split kernel takes this shape (K/V rows of 16-byte
  * vectors, 16-byte aligned caches); otherwise gk_attn_split runs the tiled
  * kernel. */
 #define GK_ATTN_SEG 64
 #define GK_ATTN_NCNT 2048
 #define GK_ATTN_RT_MAXSEG 256 /* segments the one-round-trip combine takes (one per thread) */
+#define GK_ATTN_CL_MAXSEG 16  /* segments the cluster merge takes (one block each: H100/H200 clusters) */
+/* 1 if the cluster merge can run on the current device at all (CUDA,
+ * kernels built for sm_90+); the launch still falls back to the combine
+ * kernel where a shape's cluster does not fit. */
+int gk_attn_cluster_avail(void);
 size_t gk_attn_split_ws(const gk_attn *a);
 /* At most n query heads per split block (0: chosen by the grid size; up
  * to 4 or 8 heads share each K/V load). Every head's arithmetic is its

@@ -15,7 +15,12 @@
  *    writes the segment's unnormalised partial (max, sum, output); a
  *    combine kernel merges a row's segments in segment order, or (fused
  *    mode) the last segment block of each (token, KV head x head chunk) to
- *    finish merges them, with the same code (da_merge) and so the same bits.
+ *    finish merges them, with the same code (da_merge) and so the same bits,
+ *    or (cluster mode, CUDA sm_90+, rows of 2..16 segments) the segment
+ *    blocks of a (token, KV head x head chunk) form one thread block
+ *    cluster, store their partials into its first block's shared memory
+ *    and that block merges them with da_merge_rt's arithmetic (da_merge_cl):
+ *    the same bits again, and no combine launch.
  *
  * Every reduction has a fixed order that depends only on the row's own
  * sequence, position and the model shape (head_dim, heads, KV dtype), never
@@ -222,6 +227,7 @@ __global__ void __launch_bounds__(AT_WARPS *DL_WARP)
 #define DA_SO 1024                      /* merge buffer floats per warp (>= GM * hd) */
 #define DC_T 256                        /* combine threads */
 #define DA_EU 8                         /* fused merge: output elements per thread in flight together */
+#define DA_CL_MAXF 12288                /* cluster merge: at most 48 KB of partial slots in rank 0 */
 #define DA_LOG2E 1.4426950408889634f
 
 /* Keys per lane per batch: 4 K vectors (+ 4 V) in flight per lane, halved
@@ -476,6 +482,73 @@ static __device__ __forceinline__ void da_merge_rt(float *__restrict__ out, cons
     }
 }
 
+/* Thread block clusters (CUDA sm_90+; da_cl_avail on the host says where
+ * a launch may use them). The cluster merge: a cluster is the nseg <=
+ * GK_ATTN_CL_MAXSEG segment blocks of one (token, KV head x head chunk);
+ * each stores its segment partial into block 0's shared memory
+ * (st.shared::cluster), one barrier with release / acquire semantics at
+ * cluster scope publishes them, and block 0 merges: no partials through
+ * global memory, no combine launch. Elsewhere these are never reached
+ * (the host launches no cluster) and compile to nothing. */
+static __device__ __forceinline__ void da_cl_sync() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && DL_WARP == 32 && !defined(__HIPCC__)
+    asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+#endif
+}
+/* The shared::cluster address of p (this block's shared memory) in the
+ * cluster's block `rank`. */
+static __device__ __forceinline__ unsigned da_cl_map(const void *p, unsigned rank) {
+    unsigned r = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && DL_WARP == 32 && !defined(__HIPCC__)
+    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));
+#else
+    (void)p, (void)rank;
+#endif
+    return r;
+}
+static __device__ __forceinline__ void da_cl_st(unsigned addr, float v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && DL_WARP == 32 && !defined(__HIPCC__)
+    asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(addr), "f"(v) : "memory");
+#else
+    (void)addr, (void)v;
+#endif
+}
+
+/* The cluster merge of the gb query vectors vec0 .. vec0 + gb - 1 over
+ * their n segments, from shared memory: bo [s * gb * hd + h * hd + d] the
+ * segment outputs, bml [(s * gb + h) * 2] their (m, l). da_merge_rt's
+ * arithmetic exactly, so the bits of the combine kernel: M = max m_s;
+ * w_s = m_s == M ? 1 : 2^(m_s - M); L = fmaf(l_s, w_s, L) over s in order
+ * from 0; P = DC_T / hd slices, slice j = fmaf(o_s, w_s, .) over s = j,
+ * j + P, .. in order from -0.0; out = da_final(slice 0 + slice 1 + ..,
+ * L) (slices without a segment are -0.0, the identity of +, so they are
+ * skipped). One thread per output element. */
+static __device__ __forceinline__ void da_merge_cl(float *__restrict__ out, const float *bo, const float *bml,
+                                                   int64_t vec0, int gb, int n, int hd) {
+    const int P = DC_T / hd, np = n < P ? n : P;
+    for (int e = threadIdx.x; e < gb * hd; e += blockDim.x) {
+        const int h = e / hd, d = e - h * hd;
+        const float *ml = bml + 2 * h; /* segment s: ml[2 * s * gb], ml[2 * s * gb + 1] */
+        float M = -INFINITY;
+        for (int s = 0; s < n; s++) M = fmaxf(M, ml[2 * s * gb]);
+        /* w_s (recomputed where a slice needs it: the same value) */
+        auto wt = [&](int s) {
+            const float ms = ml[2 * s * gb];
+            return ms == M ? 1.0f : exp2f(ms - M);
+        };
+        float L = 0.0f;
+        for (int s = 0; s < n; s++) L = fmaf(ml[2 * s * gb + 1], wt(s), L);
+        float tot = 0.0f;
+        for (int j = 0; j < np; j++) {
+            float acc = -0.0f;
+            for (int s = j; s < n; s += P) acc = fmaf(bo[s * gb * hd + e], wt(s), acc);
+            tot = j == 0 ? acc : tot + acc;
+        }
+        out[(vec0 + h) * hd + d] = da_final(tot, L);
+    }
+}
+
 /* The q/k norm + RoPE + KV write prologue of the decode kernel (qk
  * fusion, gk_attn_split_qk): k == NULL means none (q is read as given). */
 typedef struct {
@@ -551,12 +624,22 @@ template <int KF16, int CPL, int GM>
 __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
     dl_k_attn_dec(float *__restrict__ out, float *__restrict__ wml, float *__restrict__ wo,
                   unsigned int *__restrict__ cnt, const float *__restrict__ q, gk_attn a, int lt, int gb, int nseg,
-                  float c2, const da_qk qk) {
+                  float c2, const da_qk qk, int ncl, int cllate) {
     /* pre: the block first loads what no kernel of this forward writes, then
      * waits (below); else it waits first */
+    if (a.diag_empty) { /* DOTLM_GPU_DIAG_SKIP=attnwork: the launch without its work */
+        dl_pdl_enter();
+        return;
+    }
     const bool pre = qk.k || a.warm;
     const bool ipre = !pre && a.ipre; /* only the indices before the wait */
-    if (!pre && !ipre) dl_pdl_enter();
+    /* cluster merge with cllate: the next kernel launches only as the
+     * blocks pass the cluster barrier (below) */
+    const bool trig = !(ncl && cllate);
+    if (!pre && !ipre) {
+        dl_pdl_wait();
+        if (trig) dl_pdl_trigger();
+    }
     constexpr int DT = KF16 ? DT_F16 : DT_F32;
     constexpr int VE = dl_wt<DT>::VEC; /* elements per 16-byte vector */
     constexpr int EPL = CPL * VE;      /* elements of a row held by one lane */
@@ -566,11 +649,18 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
     __shared__ float so[DA_NW * DA_SO];
     __shared__ float sm[DA_NW * GM], sl[DA_NW * GM];
     __shared__ int slast;
+    extern __shared__ float da_clb[]; /* cluster launches: ncl * (gb * hd + 2 * gb) floats (rank 0's) */
 
     const int t = blockIdx.z, seg = blockIdx.x;
     const int pos = a.pos[t];
     const int p0 = seg * GK_ATTN_SEG;
-    if (p0 > pos) return; /* beyond this row: no partial (the combine stops before it) */
+    if (p0 > pos) { /* beyond this row: no partial (the merge stops before it) */
+        if (ncl) { /* a cluster's idle block still meets its barrier */
+            dl_pdl_trigger();
+            da_cl_sync();
+        }
+        return;
+    }
     const int S = a.seq[t], hd = a.hd, G = a.nh / a.nkv, nhc = G / gb;
     const int g = blockIdx.y / nhc, h0 = g * G + (blockIdx.y % nhc) * gb;
     const int T = 1 << lt, KPW = DL_WARP >> lt;
@@ -586,7 +676,7 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
      * after the wait the K/V loads are the first round trip */
     const int kw0 = p0 + w * DA_KW, kpg0 = kw0 / a.bs, kbase = kpg0 * a.bs;
     const int blk0 = kw0 <= pos ? bt[kpg0] : -1;
-    if (ipre) dl_pdl_enter_after((uint32_t)blk0, (uint32_t *)out);
+    if (ipre) dl_pdl_enter_after((uint32_t)blk0, (uint32_t *)out, trig);
 
     const float *qsrc = q;
     int64_t qoff = (int64_t)t * a.nh + h0;
@@ -623,7 +713,7 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
             const int64_t off = (((int64_t)blk * a.bs + pp % a.bs) * a.nkv + g) * rowb + c * 16;
             dep ^= dl_xor4(*(const uint4 *)(kc + off)) ^ dl_xor4(*(const uint4 *)(vc + off));
         }
-        dl_pdl_enter_after(dep, (uint32_t *)out);
+        dl_pdl_enter_after(dep, (uint32_t *)out, trig);
     }
     if (qk.k) {
         /* the block's gb query heads normed and rotated into so (q itself is
@@ -797,6 +887,11 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
      * is re-read here so that it does not hold a register through the loop */
     const int nact = min(__ldg(a.pos + t) / GK_ATTN_SEG + 1, nseg);
     const bool direct = nseg == 1 || (cnt && nact == 1);
+    /* cluster merge: this segment's partial goes into rank 0's da_clb
+     * (segment slot seg: gb * hd outputs, then the (M, L) pairs after all
+     * ncl slots) */
+    const unsigned clb = ncl ? da_cl_map(da_clb, 0) : 0u;
+    const int cls = gb * hd;
     /* merge the warps in warp order; warp 0 always has keys (p0 <= pos) */
     for (int i = threadIdx.x; i < gb * hd; i += blockDim.x) {
         const int h = i / hd, d = i - h * hd;
@@ -814,6 +909,13 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
         const int64_t vec = (int64_t)t * a.nh + h0 + h;
         if (direct) {
             out[vec * hd + d] = da_final(O, L);
+        } else if (ncl) {
+            da_cl_st(clb + 4u * (unsigned)(seg * cls + i), O);
+            if (d == 0) {
+                const unsigned ml = clb + 4u * (unsigned)(ncl * cls + (seg * gb + h) * 2);
+                da_cl_st(ml, M);
+                da_cl_st(ml + 4u, L);
+            }
         } else {
             const int64_t r = vec * nseg + seg;
             wo[r * hd + d] = O;
@@ -822,6 +924,17 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
                 wml[2 * r + 1] = L;
             }
         }
+    }
+    if (ncl && !direct) {
+        /* every block of the cluster has stored its partial into rank 0
+         * (release / acquire at cluster scope); rank 0 (segment 0, which
+         * always holds positions) merges them */
+        if (cllate && seg != 0) dl_pdl_trigger();
+        da_cl_sync();
+        if (seg != 0) return;
+        if (cllate) dl_pdl_trigger();
+        da_merge_cl(out, da_clb, da_clb + ncl * cls, (int64_t)t * a.nh + h0, gb, nact, hd);
+        return;
     }
     if (direct || !cnt) return;
     /* fused: publish the partials, count the arrival; the last block merges */
@@ -966,30 +1079,67 @@ extern "C" size_t gk_attn_split_ws(const gk_attn *a) {
 }
 
 /* ws: the partials (wml then wo; NULL when nseg == 1); cnt: the arrival
- * counters (NULL: not fused). */
+ * counters (NULL: not fused); ncl > 0: a cluster launch of ncl = nseg
+ * segment blocks (the cluster merge; returns false, nothing launched,
+ * where that kernel's cluster does not fit: the caller falls back). */
 template <int KF16, int CPL, int GM>
-static void da_launch(cudaStream_t st, float *out, const float *q, const gk_attn *a, const da_cfg *c, int nseg,
-                      float *ws, unsigned int *cnt, const da_qk &qk) {
+static bool da_launch(cudaStream_t st, float *out, const float *q, const gk_attn *a, const da_cfg *c, int nseg,
+                      float *ws, unsigned int *cnt, const da_qk &qk, int ncl) {
     const int G = a->nh / a->nkv;
     dim3 grid((unsigned)nseg, (unsigned)(a->nkv * (G / c->gb)), (unsigned)a->ntok);
     float *wml = ws, *wo = ws ? ws + (size_t)a->ntok * a->nh * nseg * 2 : nullptr;
-    dl_launch(dl_k_attn_dec<KF16, CPL, GM>, grid, DA_NW * DL_WARP, 0, st, out, wml, wo, cnt, q, *a, c->lt, c->gb,
-              nseg, a->scale * DA_LOG2E, qk);
+    auto k = dl_k_attn_dec<KF16, CPL, GM>;
+    if (ncl) {
+        /* rank 0's partial slots: ncl x (gb * hd outputs + gb (m, l) pairs) */
+        const size_t sm = (size_t)ncl * (c->gb * a->hd + 2 * c->gb) * sizeof(float);
+        /* per instance, cluster size and KB of slots (checked at the bucket's
+         * top, so a size that passes fits): 0 unknown, 1 fits, -1 not */
+        static signed char fits[GK_ATTN_CL_MAXSEG + 1][DA_CL_MAXF * 4 / 1024 + 1];
+        const size_t kb = DL_CDIV(sm, 1024);
+        signed char &f = fits[ncl][kb];
+        if (!f) f = dl_cluster_ok(k, (unsigned)ncl, dim3(DA_NW * DL_WARP), kb * 1024) ? 1 : -1;
+        return f > 0 && dl_launch_cluster(k, grid, dim3(DA_NW * DL_WARP), sm, st, (unsigned)ncl, out, wml, wo, cnt, q,
+                                          *a, c->lt, c->gb, nseg, a->scale * DA_LOG2E, qk, ncl, a->cllate);
+    }
+    dl_launch(k, grid, DA_NW * DL_WARP, 0, st, out, wml, wo, cnt, q, *a, c->lt, c->gb, nseg, a->scale * DA_LOG2E, qk,
+              0, 0);
+    return true;
 }
 
 /* GM * EPL <= 64: GM = 8 only where EPL <= 8. */
 template <int KF16, int CPL>
-static void da_launch_gm(cudaStream_t st, float *out, const float *q, const gk_attn *a, const da_cfg *c, int nseg,
-                         float *ws, unsigned int *cnt, const da_qk &qk) {
+static bool da_launch_gm(cudaStream_t st, float *out, const float *q, const gk_attn *a, const da_cfg *c, int nseg,
+                         float *ws, unsigned int *cnt, const da_qk &qk, int ncl) {
     constexpr int EPL = CPL * (KF16 ? 8 : 4);
     switch (c->gm) {
-    case 1: da_launch<KF16, CPL, 1>(st, out, q, a, c, nseg, ws, cnt, qk); break;
-    case 2: da_launch<KF16, CPL, 2>(st, out, q, a, c, nseg, ws, cnt, qk); break;
-    case 4: da_launch<KF16, CPL, 4>(st, out, q, a, c, nseg, ws, cnt, qk); break;
+    case 1: return da_launch<KF16, CPL, 1>(st, out, q, a, c, nseg, ws, cnt, qk, ncl);
+    case 2: return da_launch<KF16, CPL, 2>(st, out, q, a, c, nseg, ws, cnt, qk, ncl);
+    case 4: return da_launch<KF16, CPL, 4>(st, out, q, a, c, nseg, ws, cnt, qk, ncl);
     default:
-        if constexpr (EPL <= 8) da_launch<KF16, CPL, 8>(st, out, q, a, c, nseg, ws, cnt, qk);
-        break;
+        if constexpr (EPL <= 8) return da_launch<KF16, CPL, 8>(st, out, q, a, c, nseg, ws, cnt, qk, ncl);
+        return true;
     }
+}
+
+/* The split kernel instance of cfg c (KV dtype, vectors per lane, head
+ * slots), launched as da_launch. */
+static bool da_launch_cfg(cudaStream_t st, float *out, const float *q, const gk_attn *a, const da_cfg &c, int nseg,
+                          float *ws, unsigned int *cnt, const da_qk &qk, int ncl) {
+    if (a->kv_f16) {
+        if (c.cpl == 1) return da_launch_gm<1, 1>(st, out, q, a, &c, nseg, ws, cnt, qk, ncl);
+        return da_launch_gm<1, 2>(st, out, q, a, &c, nseg, ws, cnt, qk, ncl);
+    }
+    if (c.cpl == 1) return da_launch_gm<0, 1>(st, out, q, a, &c, nseg, ws, cnt, qk, ncl);
+    if (c.cpl == 2) return da_launch_gm<0, 2>(st, out, q, a, &c, nseg, ws, cnt, qk, ncl);
+    return da_launch_gm<0, 4>(st, out, q, a, &c, nseg, ws, cnt, qk, ncl);
+}
+
+extern "C" int gk_attn_cluster_avail(void) {
+    static int avail = -1;
+    if (avail < 0) {
+        avail = dl_cluster_ok(dl_k_attn_dec<1, 1, 1>, 2u, dim3(DA_NW * DL_WARP), 0);
+    }
+    return avail;
 }
 
 static void tiled_launch(cudaStream_t st, float *out, const float *q, const gk_attn *a) {
@@ -1022,13 +1172,16 @@ extern "C" void gk_attn_tiled(void *s, float *out, const float *q, const gk_attn
 /* Split-KV decode: segments of GK_ATTN_SEG positions, grid sized by
  * a->maxlen (any value >= the batch's max pos + 1 gives the same results);
  * one segment for every row (maxlen <= SEG): the block writes the output
- * directly, else partials to ws and the combine, or with a->fuse (and at
- * most GK_ATTN_NCNT (token, KV head x head chunk) groups) the last block of
- * each group merges (same bits, no combine launch). Shapes da_pick refuses
- * (K/V rows not 16-byte vectors) run the tiled kernel. Returns 1 when the
- * merge ran in the segment kernel (fused, nseg > 1), else 0. */
+ * directly; else, with a->fuse (and at most GK_ATTN_NCNT (token, KV head x
+ * head chunk) groups), the last block of each group merges; else with
+ * a->clu and 2..GK_ATTN_CL_MAXSEG segments, the group's blocks form a
+ * cluster whose block 0 merges (where the cluster fits the device); else
+ * partials to ws and the combine kernel. Every form gives the same bits.
+ * Shapes da_pick refuses (K/V rows not 16-byte vectors) run the tiled
+ * kernel. */
 /* The split launch (cfg c from da_pick) with the qk prologue qk (qk.k
- * NULL: none); returns 1 when the merge ran in the segment kernel. */
+ * NULL: none); returns 1 when the fused merge ran, 2 when the cluster
+ * merge did, else 0. */
 static int da_split(cudaStream_t st, float *out, const float *q, const gk_attn *a, const da_cfg &c, void *ws,
                     const da_qk &qk) {
     const int nseg = da_nseg(a);
@@ -1037,14 +1190,13 @@ static int da_split(cudaStream_t st, float *out, const float *q, const gk_attn *
     float *w = nseg > 1 ? (float *)((char *)ws + DA_CNT_BYTES) : nullptr;
     unsigned int *cnt = fused ? (unsigned int *)ws : nullptr;
     if (c.gb < c.gfull) g_da_narrow_n++;
-    if (a->kv_f16) {
-        if (c.cpl == 1) da_launch_gm<1, 1>(st, out, q, a, &c, nseg, w, cnt, qk);
-        else da_launch_gm<1, 2>(st, out, q, a, &c, nseg, w, cnt, qk);
-    } else {
-        if (c.cpl == 1) da_launch_gm<0, 1>(st, out, q, a, &c, nseg, w, cnt, qk);
-        else if (c.cpl == 2) da_launch_gm<0, 2>(st, out, q, a, &c, nseg, w, cnt, qk);
-        else da_launch_gm<0, 4>(st, out, q, a, &c, nseg, w, cnt, qk);
-    }
+    /* the cluster merge: one cluster of nseg blocks per (token, KV head x
+     * head chunk), rank 0's partial slots within DA_CL_MAXF floats */
+    if (!fused && a->clu && nseg > 1 && nseg <= GK_ATTN_CL_MAXSEG &&
+        (int64_t)nseg * (c.gb * a->hd + 2 * c.gb) <= DA_CL_MAXF &&
+        da_launch_cfg(st, out, q, a, c, nseg, w, nullptr, qk, nseg))
+        return 2;
+    (void)da_launch_cfg(st, out, q, a, c, nseg, w, cnt, qk, 0);
     if (nseg > 1 && !fused && !a->diag_nocombine)
         dl_launch(a->crt && nseg <= DC_T ? dl_k_attn_combine<2> /* crt is set only then; a guard for callers */
                   : a->cwide             ? dl_k_attn_combine<1>
