@@ -16,11 +16,17 @@
 #define ATTN_GB_SET(n) gk_attn_gb_set(n)
 #define ATTN_CL_AVAIL() gk_attn_cluster_avail()
 #define PDL_SUPPORTED() gpurt_pdl_supported()
+#define ATTN_SEG_SET(n) gk_attn_seg_set(n)
+#define ROW_SEG(p) gk_attn_row_seg(gk_attn_seg_get(), p)
+#define NSEG(ml) gk_attn_nseg(gk_attn_seg_get(), ml)
 #else
 #define ATTN_GB_SET(n) ((void)(n)) /* no GPU backend: main skips before any GPU check */
 #define ATTN_CL_AVAIL() 0
 #define PDL_SUPPORTED() 0
 #define GK_ATTN_CL_MAXSEG 16
+#define ATTN_SEG_SET(n) ((void)(n))
+#define ROW_SEG(p) ((void)(p), 64)
+#define NSEG(ml) ((ml) / 64)
 #endif
 
 #ifdef DOTLM_HIP
@@ -448,7 +454,7 @@ static void attn_tiled(cache *cg, int nh, int nt, float *dq, float *dout, float 
  * batch anew: the backend reads the switches at begin(). Every output must
  * be bitwise equal to pass 2's, pass 0's also to og (the default
  * dispatch's output). Counters: when a row has several segments (multi:
- * some pos >= 64, so maxlen > 64) fused must move in pass 0, the cluster
+ * some pos >= the segment length) fused must move in pass 0, the cluster
  * merge in pass 1 only where it may apply and at least on the Qwen3-8B
  * shape (*ncl counts the passes where it ran), combine_wide in passes 2-3 (and 1 without the cluster) and
  * combine_rt in pass 2 (and 1), and none while switched off; idx_prewait
@@ -465,10 +471,10 @@ static void attn_fused_check(cache *cg, const dl_batch *b, int nh, int multi, fl
     const int hd = cg->kv.head_dim;
     const size_t n = (size_t)nt * nh * hd;
     const float sc = 1.0f / sqrtf((float)hd);
-    int ml = 1; /* maxlen as the backend sizes it: a power of two >= 64 */
+    int ml = ROW_SEG(0); /* maxlen as the backend sizes it: a power of two >= one segment */
     for (int i = 0; i < nt; i++)
         while (ml < b->pos[i] + 1) ml *= 2;
-    const int nseg = (ml < 64 ? 64 : ml) / 64;
+    const int nseg = NSEG(ml);
     /* the cluster merge may run (it also needs rank 0's partial slots to fit:
      * ran says whether it did), and must on the Qwen3-8B shape */
     const int can = multi && nseg >= 2 && nseg <= GK_ATTN_CL_MAXSEG && ATTN_CL_AVAIL();
@@ -712,8 +718,8 @@ static void test_attention_long(int nh, int nkv, int hd, dl_dtype dt) {
         double e = tu_max_rel(og, oc, nt * qw);
         CHECKF(e <= 2e-5, "long attention nh=%d nkv=%d hd=%d %s batch %d rel %.3g", nh, nkv, hd, dt_name(dt), bi, e);
         if (nt > 8) continue;
-        int multi = 0; /* a row with several 64-position segments */
-        for (int i = 0; i < nt; i++) multi |= pos[i] >= 64;
+        int multi = 0; /* a row with several segments */
+        for (int i = 0; i < nt; i++) multi |= pos[i] >= ROW_SEG(pos[i]);
         attn_fused_check(&cg, &b, nh, multi, dq, dout, og, &g_ncl);
         for (int i = 0; i < nt; i++) {
             const int r = brow[bi][i];
@@ -823,10 +829,13 @@ static void test_qk_rope_attention(int nh, int nkv, int hd, dl_dtype dt, dl_dtyp
         free(hq), free(hk);
         /* GPU: separate ops (the fused one switched off) on cache a, fused on b, then fused again on b
          * (rewriting the same key rows) with the fused combine off: the cluster merge where it applies */
-        int ml = 64;
+        int ml = ROW_SEG(0);
         for (int i = 0; i < nt; i++)
             while (ml < pos[i] + 1) ml *= 2;
-        const int clu = ml / 64 >= 2 && ml / 64 <= GK_ATTN_CL_MAXSEG && ATTN_CL_AVAIL();
+        /* the cluster merge may run in pass 2 (where rank 0's slots also fit), and must on Qwen3-8B's shape */
+        const int can = NSEG(ml) >= 2 && NSEG(ml) <= GK_ATTN_CL_MAXSEG && ATTN_CL_AVAIL();
+        const int must = can && nh == 32 && nkv == 8 && hd == 128;
+        int clu = 0;
         for (int pass = 0; pass < 3; pass++) {
             cache *cg = pass ? &cb : &ca;
             if (!pass) kreg_disable(GN ".attention.qk_rope");
@@ -841,8 +850,10 @@ static void test_qk_rope_attention(int nh, int nkv, int hd, dl_dtype dt, dl_dtyp
             dget(pass == 0 ? oa : pass == 1 ? ob : ocl, dout, nt * qw);
             const uint64_t nf = kreg_count(GN ".attention.qk_rope"), ns = kreg_count(GN ".qk_rope_kv");
             const uint64_t nc = kreg_count(GN ".attention.cluster");
-            CHECKF(nc == (pass == 2 && clu ? 1u : 0u), "cluster merge counted %llu in qk pass %d (batch %d)",
-                   (unsigned long long)nc, pass, bi);
+            if (pass == 2) clu = nc == 1;
+            CHECKF(pass == 2 ? nc <= (uint64_t)can && nc >= (uint64_t)must : nc == 0,
+                   "cluster merge counted %llu in qk pass %d (nh=%d hd=%d batch %d)", (unsigned long long)nc, pass, nh,
+                   hd, bi);
             if (pass && distinct && fuses)
                 CHECKF(nf == 1 && ns == 0, "qk_rope attention not dispatched (nh=%d hd=%d rot=%d batch %d)", nh, hd,
                        rot, bi);
@@ -933,7 +944,15 @@ int main(void) {
     } lc[] = {{32, 8, 128, DT_F16}, {32, 8, 128, DT_F32}, {16, 2, 64, DT_F16}, {48, 3, 64, DT_F32},
               {8, 2, 256, DT_F16},  {4, 2, 256, DT_F32},  {12, 2, 96, DT_F16}, {10, 2, 80, DT_F32},
               {28, 4, 128, DT_F16}, {4, 4, 128, DT_F16},  {8, 1, 192, DT_F32}};
-    for (int i = 0; i < (int)(sizeof lc / sizeof lc[0]); i++) test_attention_long(lc[i].nh, lc[i].nkv, lc[i].hd, lc[i].dt);
+    /* every segment rule (the default, by position, first): each its own summation order, every form
+     * within it equal */
+    static const int segs[3] = {0, 64, 32};
+    for (int si = 0; si < 3; si++) {
+        ATTN_SEG_SET(segs[si]);
+        for (int i = 0; i < (int)(sizeof lc / sizeof lc[0]); i++)
+            test_attention_long(lc[i].nh, lc[i].nkv, lc[i].hd, lc[i].dt);
+    }
+    ATTN_SEG_SET(0); /* the default */
     /* the device has clusters: the merge must have run (and matched) somewhere */
     printf("cluster merge: %s, checked on %d batches\n", ATTN_CL_AVAIL() ? "available" : "not on this device", g_ncl);
     if (ATTN_CL_AVAIL()) CHECKF(g_ncl > 0, "cluster merge available but never due (%d)", g_ncl);
@@ -950,8 +969,12 @@ int main(void) {
               {8, 2, 64, DT_F16, DT_COUNT, 64, 0, 1},   {12, 2, 96, DT_F16, DT_BF16, 48, 0, 1},
               {8, 2, 256, DT_F16, DT_BF16, 64, 1, 1},   {4, 4, 128, DT_F32, DT_F16, 128, 1, 1},
               {16, 1, 64, DT_F16, DT_BF16, 64, 0, 0}};
-    for (int i = 0; i < (int)(sizeof qc / sizeof qc[0]); i++)
-        test_qk_rope_attention(qc[i].nh, qc[i].nkv, qc[i].hd, qc[i].dt, qc[i].ndt, qc[i].rot, qc[i].zc, qc[i].fu);
+    for (int si = 0; si < 3; si++) {
+        ATTN_SEG_SET(segs[si]);
+        for (int i = 0; i < (int)(sizeof qc / sizeof qc[0]); i++)
+            test_qk_rope_attention(qc[i].nh, qc[i].nkv, qc[i].hd, qc[i].dt, qc[i].ndt, qc[i].rot, qc[i].zc, qc[i].fu);
+    }
+    ATTN_SEG_SET(0);
     be_destroy(gpu);
     be_destroy(cpu);
     return TEST_END();

@@ -143,6 +143,7 @@ typedef struct {
     int att_cw;       /* cuda.attention.combine_wide on, at begin() (part of graph keys) */
     int att_ipre;     /* cuda.attention.idx_prewait on, at begin() (part of graph keys) */
     int att_crt;      /* cuda.attention.combine_rt on, at begin() (part of graph keys) */
+    int att_seg;      /* gk_attn_seg_get() at begin(): the split attention's segment rule (graph keys) */
     int att_cl_opt;   /* DOTLM_GPU_ATTN_CL=1: the cluster merge of the decode attention is opted in */
     int att_cl;       /* opted in, cuda.attention.cluster on, no DOTLM_GPU_DIAG_SKIP=combine, at begin() (graph keys) */
     int att_cllate;   /* DOTLM_GPU_ATTN_CL_TRIG=late: the cluster merge's late PDL trigger (experiment) */
@@ -597,7 +598,9 @@ static int gpu_begin(dl_backend *be, const dl_batch *b, const dl_kvcache *kv) {
         if (b->pos[i] + 1 > ml) ml = b->pos[i] + 1;
     /* an upper bound, rounded to a power of two (>= 64) so that recorded
      * graphs (whose attention grid it sizes) serve many steps */
-    g->maxlen = 64;
+    g->att_seg = gk_attn_seg_get();
+    /* a power of two >= one segment: rows within one segment write directly */
+    g->maxlen = g->att_seg ? g->att_seg : gk_attn_row_seg(g->att_seg, 0);
     while (g->maxlen < ml) g->maxlen *= 2;
     return 0;
 }
@@ -863,7 +866,8 @@ static gk_attn att_desc(gpu_impl *g, const dl_kvcache *kv, int layer, int nh, fl
                      .mbps = kv->max_blocks_per_seq, .maxlen = g->maxlen, .kv_f16 = kv->dtype == DT_F16,
                      .scale = scale, .kc = kv->k[layer], .vc = kv->v[layer], .seq = d_seq(g), .pos = d_pos(g),
                      .btab = g->d_btab, .fuse = g->fuse_att, .cwide = g->att_cw,
-                     .crt = g->att_crt && g->att_cw && (g->maxlen + GK_ATTN_SEG - 1) / GK_ATTN_SEG <= GK_ATTN_RT_MAXSEG,
+                     .segl = g->att_seg,
+                     .crt = g->att_crt && g->att_cw && gk_attn_nseg(g->att_seg, g->maxlen) <= GK_ATTN_RT_MAXSEG,
                      .ipre = g->att_ipre, .gbrule = g->att_gbr,
                      .diag_nocombine = (g->diag & DG_COMBINE) != 0, .clu = g->att_cl, .cllate = g->att_cllate,
                      .diag_empty = (g->diag & DG_ATTNWORK) != 0};
@@ -905,7 +909,7 @@ static void gpu_attention(dl_backend *be, float *out, const float *q, const dl_k
         return;
     }
     gk_attn a = att_desc(g, kv, layer, nh, scale);
-    /* decode-sized batches: split-KV over fixed GK_ATTN_SEG-position segments
+    /* decode-sized batches: split-KV over fixed segments of g->att_seg positions
      * (grid and workspace sized by g->maxlen, an upper bound); K/V rows that
      * are not 16-byte vectors, and larger batches: tiled */
     if (g->ntok <= GEMV_MAX_M && gk_attn_split_ok(&a) && kreg_enabled(&K_ATT_SPLIT)) {
@@ -1098,6 +1102,7 @@ static int gpu_graph_begin(dl_backend *be, uint64_t key) {
     key ^= (uint64_t)g->att_ipre * 0x2545F4914F6CDD1Dull;
     key ^= (uint64_t)g->att_crt * 0x4CF5AD432745937Full;
     key ^= (uint64_t)g->att_cl * 0x8CB92BA72F3D8DD7ull;
+    key ^= (uint64_t)(g->att_seg + 1) * 0x2127599BF4325C37ull;
     key ^= (uint64_t)g->att_cllate * 0x5851F42D4C957F2Dull;
     key ^= (uint64_t)g->att_gb * 0x9E6C63D0676A9A99ull;
     key ^= (uint64_t)g->att_gbr * 0x1D8E4E27C47D124Full;
@@ -1174,6 +1179,17 @@ dl_backend *gpu_backend_create(const char *name) {
     g->att_warm_opt = aw && atoi(aw) != 0;
     const char *agb = getenv("DOTLM_GPU_ATTN_GB");
     if (agb) gk_attn_gb_set(atoi(agb));
+    const char *asg = getenv("DOTLM_GPU_ATTN_SEG");
+    if (asg && *asg) { /* 32, 64, or pos: by the row's position (the default) */
+        const int n = !strcmp(asg, "pos") ? GK_ATTN_SEG_BYPOS : atoi(asg);
+        if (!gk_attn_seg_ok(n) || (n == GK_ATTN_SEG_BYPOS && strcmp(asg, "pos"))) {
+            dl_err("DOTLM_GPU_ATTN_SEG=%s: the split attention takes segments of 32 or 64 positions, or 'pos' (32 "
+                   "below position %d, 64 from there)", asg, GK_ATTN_SEG_LONG);
+            gpu_destroy(be);
+            return NULL;
+        }
+        gk_attn_seg_set(n);
+    }
     const long dg = diag_parse(getenv("DOTLM_GPU_DIAG_SKIP"), g);
     if (dg < 0) {
         gpu_destroy(be);

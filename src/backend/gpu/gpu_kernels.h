@@ -187,6 +187,9 @@ typedef struct {
     int ntok, nh, nkv, hd, bs, mbps, kv_f16;
     int maxlen;                /* >= max over the batch of pos + 1 (sizes the split grid and workspace;
                                 * any such bound gives the same results) */
+    int segl;                  /* split decode: positions per segment, 32 or 64, or GK_ATTN_SEG_BYPOS: by
+                                * the row's own position (gk_attn_row_seg); part of the summation order,
+                                * so of the bits */
     float scale;
     const void *kc, *vc;       /* layer's cache */
     const int32_t *seq, *pos, *btab;
@@ -197,7 +200,7 @@ typedef struct {
     int warm; /* 1 (split kernel): every token of the batch is of its own sequence, so the cache rows of
                * positions < pos were written by earlier forwards: each block loads its rows of those
                * into L1 before its PDL wait (same results) */
-    int crt; /* 1 (with cwide; only when ceil(maxlen / GK_ATTN_SEG) <= GK_ATTN_RT_MAXSEG): the combine
+    int crt; /* 1 (with cwide; only when gk_attn_nseg(segl, maxlen) <= GK_ATTN_RT_MAXSEG): the combine
               * issues all its loads in one round trip (cuda.attention.combine_rt; same bits) */
     int ipre; /* 1: the split and combine kernels read the position, the sequence and the warp's first cache
                * page before their PDL wait (uploaded before the forward's first kernel; same results;
@@ -216,13 +219,13 @@ typedef struct {
                      * the launch's cost without its work; the output is then wrong) */
 } gk_attn;
 /* Split-KV decode (ntok <= 8): each row's [0, pos] is cut into segments of
- * GK_ATTN_SEG positions aligned at 0; one block per (token, KV head,
+ * a->segl positions (or by position, gk_attn_row_seg) aligned at 0; one block per (token, KV head,
  * segment) serves all query heads of the group, then a combine merges a
- * row's segments in order (skipped when maxlen <= GK_ATTN_SEG), or with
+ * row's segments in order (skipped when every row fits one), or with
  * a->fuse the last segment block of each group to finish does (bitwise the
  * same output, one launch instead of two). A row's result depends only on
  * its own sequence and position.
- * ws: >= gk_attn_split_ws(a) bytes (0 when maxlen <= GK_ATTN_SEG). When
+ * ws: >= gk_attn_split_ws(a) bytes (0 when the grid has one segment). When
  * that is not 0, ws starts with GK_ATTN_NCNT unsigned int arrival counters
  * (the fused mode's; at that fixed offset whatever maxlen / ntok): they must
  * be all zero before the first launch on a workspace (cudaMemset the
@@ -234,7 +237,21 @@ typedef struct {
  * gk_attn_split_ok: the split kernel takes this shape (K/V rows of 16-byte
  * vectors, 16-byte aligned caches); otherwise gk_attn_split runs the tiled
  * kernel. */
-#define GK_ATTN_SEG 64
+#define GK_ATTN_SEG_BYPOS 0   /* segl: 32 positions per segment below GK_ATTN_SEG_LONG, 64 from there */
+#define GK_ATTN_SEG_LONG 1024 /* the row position from which segments by position are 64 long */
+#define GK_ATTN_SEG GK_ATTN_SEG_BYPOS /* the default (gk_attn_seg_get) */
+/* Segment lengths the split kernel takes (1: 32, 64 or GK_ATTN_SEG_BYPOS),
+ * and the one the backend uses (process-wide like gk_attn_gb_set; set from
+ * DOTLM_GPU_ATTN_SEG at creation, part of its graph keys). The segment
+ * length is part of the summation order: another one gives other bits
+ * (every form of the split kernel still agrees with every other). */
+int gk_attn_seg_ok(int n);
+void gk_attn_seg_set(int n);
+int gk_attn_seg_get(void);
+/* A row's segment length at position pos under segl, and the segments
+ * of the longest row a grid sized by maxlen holds (its grid's x). */
+int gk_attn_row_seg(int segl, int pos);
+int gk_attn_nseg(int segl, int maxlen);
 #define GK_ATTN_NCNT 2048
 #define GK_ATTN_RT_MAXSEG 256 /* segments the one-round-trip combine takes (one per thread) */
 #define GK_ATTN_CL_MAXSEG 16  /* segments the cluster merge takes (one block each: H100/H200 clusters) */

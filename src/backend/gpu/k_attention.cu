@@ -8,7 +8,8 @@
  *    handled in separate passes. Chunk boundaries are multiples of CK from
  *    position 0.
  *  - split (decode, ntok <= 8): the positions [0, pos] of a token are cut
- *    into fixed segments of GK_ATTN_SEG positions aligned at 0, so the
+ *    into fixed segments aligned at 0 (a->segl positions, or by the row's
+ *    own position: 32 below GK_ATTN_SEG_LONG, 64 from there), so the
  *    number of segments grows with the context. One block takes one
  *    (token, KV head, segment) and all query heads of the GQA group (or a
  *    fixed chunk of them), reads each K/V row once with 16-byte loads and
@@ -205,8 +206,8 @@ __global__ void __launch_bounds__(AT_WARPS *DL_WARP)
  * Split (decode) path
  *
  * Block = (segment blockIdx.x, KV head g and head chunk blockIdx.y, token
- * blockIdx.z), DA_NW warps. Warp w owns the DA_KW positions
- * [seg * SEG + w * DA_KW, + DA_KW) of the segment, clipped to [0, pos].
+ * blockIdx.z), DA_NW warps. Warp w owns the KW = SEG / DA_NW positions
+ * [seg * SEG + w * KW, + KW) of the segment, clipped to [0, pos].
  * A K/V row (hd elements) is NCH 16-byte vectors; T = 2^lt lanes share one
  * key (lane ti of the group holds vectors ti, ti + T, ... : CPL of them),
  * so a warp covers KPW = WARP / T keys per load instruction and each lane
@@ -222,12 +223,19 @@ __global__ void __launch_bounds__(AT_WARPS *DL_WARP)
  * ---------------------------------------------------------------------- */
 
 #define DA_NW 4                         /* warps per block */
-#define DA_KW (GK_ATTN_SEG / DA_NW)     /* positions per warp */
+/* A row's segment length: segl, or by its own position (segl = 0): 32
+ * below GK_ATTN_SEG_LONG, 64 from there (a function of the row alone, so
+ * a row's bits never depend on the batch). */
+static __host__ __device__ __forceinline__ int da_rseg(int segl, int pos) {
+    return segl ? segl : pos < GK_ATTN_SEG_LONG ? 32 : 64;
+}
 #define DA_TMAX 16                      /* at most 16 lanes per key */
 #define DA_SO 1024                      /* merge buffer floats per warp (>= GM * hd) */
 #define DC_T 256                        /* combine threads */
 #define DA_EU 8                         /* fused merge: output elements per thread in flight together */
-#define DA_CL_MAXF 12288                /* cluster merge: at most 48 KB of partial slots in rank 0 */
+#define DA_CL_MAXF 7680                 /* cluster merge: rank 0's partial slots, 30 KB at most (with the
+                                         * kernel's 16.5 KB of static shared memory, under the 48 KB a block
+                                         * gets without an opt-in) */
 #define DA_LOG2E 1.4426950408889634f
 
 /* Keys per lane per batch: 4 K vectors (+ 4 V) in flight per lane, halved
@@ -653,7 +661,8 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
 
     const int t = blockIdx.z, seg = blockIdx.x;
     const int pos = a.pos[t];
-    const int p0 = seg * GK_ATTN_SEG;
+    const int SEG = da_rseg(a.segl, pos), KW = SEG / DA_NW; /* the row's positions per segment, per warp */
+    const int p0 = seg * SEG;
     if (p0 > pos) { /* beyond this row: no partial (the merge stops before it) */
         if (ncl) { /* a cluster's idle block still meets its barrier */
             dl_pdl_trigger();
@@ -671,10 +680,10 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
     const char *kc = (const char *)a.kc, *vc = (const char *)a.vc;
     const int32_t *bt = a.btab + (int64_t)S * a.mbps;
     /* the cache page of the warp's first position (bs = 16: all its
-     * DA_KW = 16 positions); with ipre loaded before the PDL wait, with
+     * KW <= 16 positions); with ipre loaded before the PDL wait, with
      * pos and seq (uploaded before the forward's first kernel), so that
      * after the wait the K/V loads are the first round trip */
-    const int kw0 = p0 + w * DA_KW, kpg0 = kw0 / a.bs, kbase = kpg0 * a.bs;
+    const int kw0 = p0 + w * KW, kpg0 = kw0 / a.bs, kbase = kpg0 * a.bs;
     const int blk0 = kw0 <= pos ? bt[kpg0] : -1;
     if (ipre) dl_pdl_enter_after((uint32_t)blk0, (uint32_t *)out, trig);
 
@@ -704,7 +713,7 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
             }
             dep = __float_as_uint(wq[0]) ^ __float_as_uint(wk[0]);
         }
-        const int w0 = p0 + w * DA_KW, w1 = min(w0 + DA_KW, pos); /* old positions of the warp */
+        const int w0 = p0 + w * KW, w1 = min(w0 + KW, pos); /* old positions of the warp */
         const int nv = (w1 - w0) * nch;                           /* their 16-byte K vectors */
         for (int e = lane; e < nv; e += DL_WARP) {
             const int pp = w0 + e / nch, c = e % nch;
@@ -722,7 +731,7 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
          * value row into the cache at pos, before any warp reads that
          * position (the caller guarantees one head chunk per KV head and one
          * token per sequence, so no other block reads or writes it) */
-        const bool wr = pos < p0 + GK_ATTN_SEG;
+        const bool wr = pos < p0 + SEG;
         const int nrow = gb + (wr ? 1 : 0);
         __syncthreads(); /* cs */
         for (int r = w; r < nrow; r += DA_NW) {
@@ -771,7 +780,7 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
         for (int j = 0; j < EPL; j++) acc[h][j] = 0.0f;
     }
 
-    const int kw1 = min(kw0 + DA_KW, pos + 1);
+    const int kw1 = min(kw0 + KW, pos + 1);
     for (int k0 = kw0; k0 < kw1; k0 += KPW * KB) { /* warp-uniform bounds */
         uint4 kr[KB][CPL], vr[KB][CPL];
         bool ok[KB];
@@ -782,7 +791,7 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
             int64_t off = -1;
             if (ok[kb]) {
                 int rel = p - kbase, blk = blk0; /* p >= kbase */
-                if (rel >= a.bs) { /* past the first page (bs < DA_KW): no division otherwise */
+                if (rel >= a.bs) { /* past the first page (bs < KW): no division otherwise */
                     blk = bt[p / a.bs];
                     rel = p % a.bs;
                 }
@@ -885,7 +894,7 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
     __syncthreads();
     /* blocks of this token that write (p0 <= pos); one: direct write. pos
      * is re-read here so that it does not hold a register through the loop */
-    const int nact = min(__ldg(a.pos + t) / GK_ATTN_SEG + 1, nseg);
+    const int nact = min(__ldg(a.pos + t) / SEG + 1, nseg);
     const bool direct = nseg == 1 || (cnt && nact == 1);
     /* cluster merge: this segment's partial goes into rank 0's da_clb
      * (segment slot seg: gb * hd outputs, then the (M, L) pairs after all
@@ -961,7 +970,7 @@ __global__ void __launch_bounds__(DC_T)
     __shared__ float sw[DC_T], sacc[DC_T], sl[DC_T], sml[2 * DC_T / DL_WARP + 2];
     const int64_t vec = blockIdx.x;
     const int t = (int)(vec / a.nh);
-    const int n = min(a.pos[t] / GK_ATTN_SEG + 1, nseg);
+    const int n = min(a.pos[t] / da_rseg(a.segl, a.pos[t]) + 1, nseg);
     if (a.ipre) dl_pdl_enter_after((uint32_t)n, (uint32_t *)out); /* pos: uploaded before the forward */
     if constexpr (MODE == 2) da_merge_rt(out, wml, wo, vec, n, nseg, a.hd, sw, sl, sacc, sml);
     else da_merge<1, MODE == 1>(out, wml, wo, vec, 1, n, nseg, a.hd, sw, sacc, sml);
@@ -985,6 +994,22 @@ typedef struct {
  * in da_pick). */
 static int g_da_gbmax = 0;
 extern "C" void gk_attn_gb_set(int n) { g_da_gbmax = n > 0 ? n : 0; }
+static int g_da_seg = GK_ATTN_SEG;
+extern "C" int gk_attn_seg_ok(int n) { return n == GK_ATTN_SEG_BYPOS || n == 32 || n == 64; }
+extern "C" void gk_attn_seg_set(int n) { g_da_seg = gk_attn_seg_ok(n) ? n : GK_ATTN_SEG; }
+extern "C" int gk_attn_seg_get(void) { return g_da_seg; }
+extern "C" int gk_attn_row_seg(int segl, int pos) { return da_rseg(segl, pos); }
+/* Segments of the longest row a grid sized by maxlen can hold: every row
+ * position p < maxlen has (p + 1) / seg(p) rounded up of them; by
+ * position that is maxlen / 32 up to GK_ATTN_SEG_LONG, then the larger of
+ * GK_ATTN_SEG_LONG / 32 and maxlen / 64. */
+extern "C" int gk_attn_nseg(int segl, int maxlen) {
+    if (maxlen <= 0) return 1;
+    if (segl) return (int)DL_CDIV(maxlen, segl);
+    if (maxlen <= GK_ATTN_SEG_LONG) return (int)DL_CDIV(maxlen, 32);
+    const int a = GK_ATTN_SEG_LONG / 32, b = (int)DL_CDIV(maxlen, 64);
+    return a > b ? a : b;
+}
 extern "C" int gk_attn_gb_get(void) { return g_da_gbmax; }
 static unsigned long long g_da_narrow_n; /* launches with gb < gfull */
 extern "C" unsigned long long gk_attn_narrow_launches(void) { return g_da_narrow_n; }
@@ -1012,6 +1037,7 @@ static int da_sms(void) {
 
 static int da_pick(const gk_attn *a, da_cfg *c, bool rule = true) {
     const int es = a->kv_f16 ? 2 : 4, ve = 16 / es;
+    if (!gk_attn_seg_ok(a->segl)) return 0;
     if (!gk_attn_ok(a->hd) || a->nkv <= 0 || a->nh % a->nkv || (a->hd * es) % 16) return 0;
     if ((((uintptr_t)a->kc) | ((uintptr_t)a->vc)) & 15) return 0;
     const int nch = a->hd / ve; /* f16: <= 32, f32: <= 64 */
@@ -1033,7 +1059,7 @@ static int da_pick(const gk_attn *a, da_cfg *c, bool rule = true) {
     int want = gb;
     if (g_da_gbmax > 0) {
         want = g_da_gbmax;
-    } else if (rule && a->gbrule && a->maxlen > GK_ATTN_SEG) {
+    } else if (rule && a->gbrule && gk_attn_nseg(a->segl, a->maxlen) > 1) {
         /* Heads per block by the expected number of working blocks: a
          * block's warps run its heads one after another on their keys, so
          * with few blocks (short contexts) every SM holds one or two and
@@ -1045,7 +1071,7 @@ static int da_pick(const gk_attn *a, da_cfg *c, bool rule = true) {
          * SM, else 1 (H200, Qwen3-8B fp8 decode: after 512 positions gb =
          * 1 gave 281.5 / 278.1 tok/s, 2: 273.5 / 275.3, 4: 261.2 / 261.6;
          * after 4096, 2: 242.2, 4: 235.3, 1: 225.6). */
-        const int64_t segs = (3 * DL_CDIV((int64_t)a->maxlen, GK_ATTN_SEG) + 3) / 4;
+        const int64_t segs = (3 * (int64_t)gk_attn_nseg(a->segl, a->maxlen) + 3) / 4;
         const int64_t need = 8 * (int64_t)da_sms();
         while (want > 1 && segs * a->ntok * a->nkv * DL_CDIV(G, want) < need) want--;
     }
@@ -1060,7 +1086,7 @@ static int da_pick(const gk_attn *a, da_cfg *c, bool rule = true) {
     return 1;
 }
 
-static int da_nseg(const gk_attn *a) { return a->maxlen > 0 ? (int)DL_CDIV(a->maxlen, GK_ATTN_SEG) : 1; }
+static int da_nseg(const gk_attn *a) { return gk_attn_nseg(a->segl, a->maxlen); }
 
 extern "C" int gk_attn_split_ok(const gk_attn *a) {
     da_cfg c;
@@ -1169,7 +1195,7 @@ extern "C" void gk_attn_tiled(void *s, float *out, const float *q, const gk_attn
     tiled_launch((cudaStream_t)s, out, q, a);
 }
 
-/* Split-KV decode: segments of GK_ATTN_SEG positions, grid sized by
+/* Split-KV decode: segments of a->segl positions, grid sized by
  * a->maxlen (any value >= the batch's max pos + 1 gives the same results);
  * one segment for every row (maxlen <= SEG): the block writes the output
  * directly; else, with a->fuse (and at most GK_ATTN_NCNT (token, KV head x
