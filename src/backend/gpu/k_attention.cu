@@ -567,6 +567,23 @@ typedef struct {
     rope_freq fr;
 } da_qk;
 
+/* Index constants of a split launch, made on the host (integer divisions
+ * by runtime values would otherwise run in every block's prologue): the
+ * GQA group G = nh / nkv, its head chunks nhc = G / gb and nhsh =
+ * log2(nhc) (-1 when not a power of two: then a division), hdm = ceil(2^32
+ * / hd) (umulhi(i, hdm) = i / hd for the merge's element index i < 2^16,
+ * hd <= 256), bsh = log2(bs) when the page size is a power of two, else
+ * -1. */
+typedef struct {
+    int G, nhc, nhsh, bsh;
+    unsigned hdm;
+} da_ix;
+static int da_log2(int n) { /* log2(n) for a power of two n > 0, else -1 */
+    int l = 0;
+    while ((1 << l) < n) l++;
+    return n > 0 && (1 << l) == n ? l : -1;
+}
+
 /* Norm weights of one lane's elements i = lane + j * WARP of a head row. */
 #define DA_QKW (DL_NORM_T / DL_WARP)
 
@@ -632,7 +649,7 @@ template <int KF16, int CPL, int GM>
 __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
     dl_k_attn_dec(float *__restrict__ out, float *__restrict__ wml, float *__restrict__ wo,
                   unsigned int *__restrict__ cnt, const float *__restrict__ q, gk_attn a, int lt, int gb, int nseg,
-                  float c2, const da_qk qk, int ncl, int cllate) {
+                  float c2, const da_qk qk, int ncl, int cllate, const da_ix ix) {
     /* pre: the block first loads what no kernel of this forward writes, then
      * waits (below); else it waits first */
     if (a.diag_empty) { /* DOTLM_GPU_DIAG_SKIP=attnwork: the launch without its work */
@@ -661,7 +678,8 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
 
     const int t = blockIdx.z, seg = blockIdx.x;
     const int pos = a.pos[t];
-    const int SEG = da_rseg(a.segl, pos), KW = SEG / DA_NW; /* the row's positions per segment, per warp */
+    const int ssh = da_rseg(a.segl, pos) == 32 ? 5 : 6; /* the row's segment length, as a shift */
+    const int SEG = 1 << ssh, KW = SEG / DA_NW;        /* positions per segment, per warp */
     const int p0 = seg * SEG;
     if (p0 > pos) { /* beyond this row: no partial (the merge stops before it) */
         if (ncl) { /* a cluster's idle block still meets its barrier */
@@ -670,8 +688,9 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
         }
         return;
     }
-    const int S = a.seq[t], hd = a.hd, G = a.nh / a.nkv, nhc = G / gb;
-    const int g = blockIdx.y / nhc, h0 = g * G + (blockIdx.y % nhc) * gb;
+    const int S = a.seq[t], hd = a.hd, G = ix.G, nhc = ix.nhc;
+    const int g = ix.nhsh >= 0 ? (int)blockIdx.y >> ix.nhsh : (int)blockIdx.y / nhc;
+    const int h0 = g * G + ((int)blockIdx.y - g * nhc) * gb;
     const int T = 1 << lt, KPW = DL_WARP >> lt;
     const int lane = threadIdx.x % DL_WARP, w = threadIdx.x / DL_WARP;
     const int ti = lane & (T - 1), gi = lane >> lt;
@@ -683,8 +702,11 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
      * KW <= 16 positions); with ipre loaded before the PDL wait, with
      * pos and seq (uploaded before the forward's first kernel), so that
      * after the wait the K/V loads are the first round trip */
-    const int kw0 = p0 + w * KW, kpg0 = kw0 / a.bs, kbase = kpg0 * a.bs;
+    const int kw0 = p0 + w * KW, kpg0 = ix.bsh >= 0 ? kw0 >> ix.bsh : kw0 / a.bs, kbase = kpg0 * a.bs;
     const int blk0 = kw0 <= pos ? bt[kpg0] : -1;
+    /* K/V byte offsets: the first page's row of head g, and one position's stride (the warp's keys
+     * mostly lie in that page) */
+    const int64_t pstr = (int64_t)a.nkv * rowb, base0 = ((int64_t)blk0 * a.bs * a.nkv + g) * rowb;
     if (ipre) dl_pdl_enter_after((uint32_t)blk0, (uint32_t *)out, trig);
 
     const float *qsrc = q;
@@ -790,12 +812,13 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
             ok[kb] = p < kw1;
             int64_t off = -1;
             if (ok[kb]) {
-                int rel = p - kbase, blk = blk0; /* p >= kbase */
-                if (rel >= a.bs) { /* past the first page (bs < KW): no division otherwise */
-                    blk = bt[p / a.bs];
-                    rel = p % a.bs;
+                const int rel = p - kbase; /* p >= kbase */
+                if (rel < a.bs) { /* the first page: no division, one multiply */
+                    if (blk0 >= 0) off = base0 + rel * pstr;
+                } else { /* past it (bs < KW) */
+                    const int blk = bt[p / a.bs];
+                    if (blk >= 0) off = (((int64_t)blk * a.bs + p % a.bs) * a.nkv + g) * rowb;
                 }
-                if (blk >= 0) off = (((int64_t)blk * a.bs + rel) * a.nkv + g) * rowb;
             }
 #pragma unroll
             for (int cl = 0; cl < CPL; cl++) {
@@ -894,7 +917,7 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
     __syncthreads();
     /* blocks of this token that write (p0 <= pos); one: direct write. pos
      * is re-read here so that it does not hold a register through the loop */
-    const int nact = min(__ldg(a.pos + t) / SEG + 1, nseg);
+    const int nact = min((__ldg(a.pos + t) >> ssh) + 1, nseg);
     const bool direct = nseg == 1 || (cnt && nact == 1);
     /* cluster merge: this segment's partial goes into rank 0's da_clb
      * (segment slot seg: gb * hd outputs, then the (M, L) pairs after all
@@ -903,7 +926,7 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
     const int cls = gb * hd;
     /* merge the warps in warp order; warp 0 always has keys (p0 <= pos) */
     for (int i = threadIdx.x; i < gb * hd; i += blockDim.x) {
-        const int h = i / hd, d = i - h * hd;
+        const int h = (int)__umulhi((unsigned)i, ix.hdm), d = i - h * hd;
         float M = sm[h];
 #pragma unroll
         for (int u = 1; u < DA_NW; u++) M = fmaxf(M, sm[u * GM + h]);
@@ -1115,6 +1138,12 @@ static bool da_launch(cudaStream_t st, float *out, const float *q, const gk_attn
     dim3 grid((unsigned)nseg, (unsigned)(a->nkv * (G / c->gb)), (unsigned)a->ntok);
     float *wml = ws, *wo = ws ? ws + (size_t)a->ntok * a->nh * nseg * 2 : nullptr;
     auto k = dl_k_attn_dec<KF16, CPL, GM>;
+    da_ix ix;
+    ix.G = G;
+    ix.nhc = G / c->gb;
+    ix.nhsh = da_log2(ix.nhc);
+    ix.bsh = da_log2(a->bs);
+    ix.hdm = (unsigned)(((1ull << 32) + (unsigned)a->hd - 1) / (unsigned)a->hd);
     if (ncl) {
         /* rank 0's partial slots: ncl x (gb * hd outputs + gb (m, l) pairs) */
         const size_t sm = (size_t)ncl * (c->gb * a->hd + 2 * c->gb) * sizeof(float);
@@ -1125,10 +1154,10 @@ static bool da_launch(cudaStream_t st, float *out, const float *q, const gk_attn
         signed char &f = fits[ncl][kb];
         if (!f) f = dl_cluster_ok(k, (unsigned)ncl, dim3(DA_NW * DL_WARP), kb * 1024) ? 1 : -1;
         return f > 0 && dl_launch_cluster(k, grid, dim3(DA_NW * DL_WARP), sm, st, (unsigned)ncl, out, wml, wo, cnt, q,
-                                          *a, c->lt, c->gb, nseg, a->scale * DA_LOG2E, qk, ncl, a->cllate);
+                                          *a, c->lt, c->gb, nseg, a->scale * DA_LOG2E, qk, ncl, a->cllate, ix);
     }
     dl_launch(k, grid, DA_NW * DL_WARP, 0, st, out, wml, wo, cnt, q, *a, c->lt, c->gb, nseg, a->scale * DA_LOG2E, qk,
-              0, 0);
+              0, 0, ix);
     return true;
 }
 
