@@ -380,6 +380,31 @@ static inline void dl_launch(void (*k)(P...), dim3 grid, dim3 block, size_t smem
     k<<<grid, block, smem, st>>>(((P)a)...);
 }
 
+#if DL_WARP == 32 && !defined(__HIPCC__)
+/* cfg for grid x block (smem dynamic bytes, stream st) in clusters of
+ * csize x 1 x 1 blocks: its attribute goes into at[0], and the PDL one into
+ * at[1] when pdl. */
+static inline void dl_cluster_cfg(cudaLaunchConfig_t *cfg, cudaLaunchAttribute *at, dim3 grid, dim3 block,
+                                  size_t smem, cudaStream_t st, unsigned csize, bool pdl) {
+    *cfg = cudaLaunchConfig_t{};
+    cfg->gridDim = grid;
+    cfg->blockDim = block;
+    cfg->dynamicSmemBytes = smem;
+    cfg->stream = st;
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = csize;
+    at[0].val.clusterDim.y = 1;
+    at[0].val.clusterDim.z = 1;
+    cfg->attrs = at;
+    cfg->numAttrs = 1;
+    if (pdl) {
+        at[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        at[1].val.programmaticStreamSerializationAllowed = 1;
+        cfg->numAttrs = 2;
+    }
+}
+#endif
+
 /* dl_launch() as a cluster launch of csize x 1 x 1 blocks (CUDA sm_90+; the
  * caller checked the kernel can take it, e.g. with dl_cluster_ok), with the
  * PDL attribute when dl_pdl_on. Returns false (nothing launched, the error
@@ -388,23 +413,9 @@ template <typename... P, typename... A>
 static inline bool dl_launch_cluster(void (*k)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t st,
                                      unsigned csize, A... a) {
 #if DL_WARP == 32 && !defined(__HIPCC__)
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = block;
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = st;
+    cudaLaunchConfig_t cfg;
     cudaLaunchAttribute at[2];
-    at[0].id = cudaLaunchAttributeClusterDimension;
-    at[0].val.clusterDim.x = csize;
-    at[0].val.clusterDim.y = 1;
-    at[0].val.clusterDim.z = 1;
-    cfg.attrs = at;
-    cfg.numAttrs = 1;
-    if (dl_pdl_on) {
-        at[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        at[1].val.programmaticStreamSerializationAllowed = 1;
-        cfg.numAttrs = 2;
-    }
+    dl_cluster_cfg(&cfg, at, grid, block, smem, st, csize, dl_pdl_on != 0);
     if (cudaLaunchKernelEx(&cfg, k, ((P)a)...) == cudaSuccess) {
         if (dl_pdl_on) dl_pdl_n++;
         return true;
@@ -433,17 +444,9 @@ static inline int dl_cluster_ok(void (*k)(P...), unsigned csize, dim3 block, siz
         (void)cudaGetLastError();
         return 0;
     }
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(csize, 1, 1);
-    cfg.blockDim = block;
-    cfg.dynamicSmemBytes = smem;
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeClusterDimension;
-    at[0].val.clusterDim.x = csize;
-    at[0].val.clusterDim.y = 1;
-    at[0].val.clusterDim.z = 1;
-    cfg.attrs = at;
-    cfg.numAttrs = 1;
+    cudaLaunchConfig_t cfg;
+    cudaLaunchAttribute at[2];
+    dl_cluster_cfg(&cfg, at, dim3(csize, 1, 1), block, smem, 0, csize, false);
     int n = 0;
     if (cudaOccupancyMaxActiveClusters(&n, (const void *)k, &cfg) != cudaSuccess) {
         (void)cudaGetLastError();
