@@ -465,16 +465,22 @@ static void attn_tiled(cache *cg, int nh, int nt, float *dq, float *dout, float 
  * wait). */
 static int g_ncl; /* attn_fused_check passes where the cluster merge had to run (and did) */
 
+/* The attention grid's length bound for a batch, as the backend sizes it:
+ * a power of two >= the first segment's length and every pos + 1. */
+static int batch_maxlen(int nt, const int32_t *pos) {
+    int ml = ROW_SEG(0);
+    for (int i = 0; i < nt; i++)
+        while (ml < pos[i] + 1) ml *= 2;
+    return ml;
+}
+
 static void attn_fused_check(cache *cg, const dl_batch *b, int nh, int multi, float *dq, float *dout,
                              const float *og, int *ncl) {
     const int nt = b->ntok;
     const int hd = cg->kv.head_dim;
     const size_t n = (size_t)nt * nh * hd;
     const float sc = 1.0f / sqrtf((float)hd);
-    int ml = ROW_SEG(0); /* maxlen as the backend sizes it: a power of two >= one segment */
-    for (int i = 0; i < nt; i++)
-        while (ml < b->pos[i] + 1) ml *= 2;
-    const int nseg = NSEG(ml);
+    const int nseg = NSEG(batch_maxlen(nt, b->pos));
     /* the cluster merge may run (it also needs rank 0's partial slots to fit:
      * ran says whether it did), and must on the Qwen3-8B shape */
     const int can = multi && nseg >= 2 && nseg <= GK_ATTN_CL_MAXSEG && ATTN_CL_AVAIL();
@@ -829,9 +835,7 @@ static void test_qk_rope_attention(int nh, int nkv, int hd, dl_dtype dt, dl_dtyp
         free(hq), free(hk);
         /* GPU: separate ops (the fused one switched off) on cache a, fused on b, then fused again on b
          * (rewriting the same key rows) with the fused combine off: the cluster merge where it applies */
-        int ml = ROW_SEG(0);
-        for (int i = 0; i < nt; i++)
-            while (ml < pos[i] + 1) ml *= 2;
+        const int ml = batch_maxlen(nt, pos);
         /* the cluster merge may run in pass 2 (where rank 0's slots also fit), and must on Qwen3-8B's shape */
         const int can = NSEG(ml) >= 2 && NSEG(ml) <= GK_ATTN_CL_MAXSEG && ATTN_CL_AVAIL();
         const int must = can && nh == 32 && nkv == 8 && hd == 128;

@@ -596,11 +596,11 @@ static int gpu_begin(dl_backend *be, const dl_batch *b, const dl_kvcache *kv) {
     int ml = 0;
     for (size_t i = 0; i < nt; i++)
         if (b->pos[i] + 1 > ml) ml = b->pos[i] + 1;
-    /* an upper bound, rounded to a power of two (>= 64) so that recorded
-     * graphs (whose attention grid it sizes) serve many steps */
+    /* an upper bound, rounded to a power of two (>= the first segment's
+     * length, so that rows within one segment write directly) so that
+     * recorded graphs (whose attention grid it sizes) serve many steps */
     g->att_seg = gk_attn_seg_get();
-    /* a power of two >= one segment: rows within one segment write directly */
-    g->maxlen = g->att_seg ? g->att_seg : gk_attn_row_seg(g->att_seg, 0);
+    g->maxlen = gk_attn_row_seg(g->att_seg, 0);
     while (g->maxlen < ml) g->maxlen *= 2;
     return 0;
 }

@@ -223,11 +223,12 @@ __global__ void __launch_bounds__(AT_WARPS *DL_WARP)
  * ---------------------------------------------------------------------- */
 
 #define DA_NW 4                         /* warps per block */
-/* A row's segment length: segl, or by its own position (segl = 0): 32
- * below GK_ATTN_SEG_LONG, 64 from there (a function of the row alone, so
- * a row's bits never depend on the batch). */
-static __host__ __device__ __forceinline__ int da_rseg(int segl, int pos) {
-    return segl ? segl : pos < GK_ATTN_SEG_LONG ? 32 : 64;
+/* log2 of a row's segment length: segl (32 or 64, gk_attn_seg_ok), or by
+ * its own position (segl = 0): 32 below GK_ATTN_SEG_LONG, 64 from there
+ * (a function of the row alone, so a row's bits never depend on the
+ * batch). */
+static __host__ __device__ __forceinline__ int da_rsh(int segl, int pos) {
+    return (segl ? segl == 32 : pos < GK_ATTN_SEG_LONG) ? 5 : 6;
 }
 #define DA_TMAX 16                      /* at most 16 lanes per key */
 #define DA_SO 1024                      /* merge buffer floats per warp (>= GM * hd) */
@@ -678,7 +679,7 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
 
     const int t = blockIdx.z, seg = blockIdx.x;
     const int pos = a.pos[t];
-    const int ssh = da_rseg(a.segl, pos) == 32 ? 5 : 6; /* the row's segment length, as a shift */
+    const int ssh = da_rsh(a.segl, pos);                /* the row's segment length, as a shift */
     const int SEG = 1 << ssh, KW = SEG / DA_NW;        /* positions per segment, per warp */
     const int p0 = seg * SEG;
     if (p0 > pos) { /* beyond this row: no partial (the merge stops before it) */
@@ -993,7 +994,7 @@ __global__ void __launch_bounds__(DC_T)
     __shared__ float sw[DC_T], sacc[DC_T], sl[DC_T], sml[2 * DC_T / DL_WARP + 2];
     const int64_t vec = blockIdx.x;
     const int t = (int)(vec / a.nh);
-    const int n = min(a.pos[t] / da_rseg(a.segl, a.pos[t]) + 1, nseg);
+    const int n = min((a.pos[t] >> da_rsh(a.segl, a.pos[t])) + 1, nseg);
     if (a.ipre) dl_pdl_enter_after((uint32_t)n, (uint32_t *)out); /* pos: uploaded before the forward */
     if constexpr (MODE == 2) da_merge_rt(out, wml, wo, vec, n, nseg, a.hd, sw, sl, sacc, sml);
     else da_merge<1, MODE == 1>(out, wml, wo, vec, 1, n, nseg, a.hd, sw, sacc, sml);
@@ -1021,7 +1022,7 @@ static int g_da_seg = GK_ATTN_SEG;
 extern "C" int gk_attn_seg_ok(int n) { return n == GK_ATTN_SEG_BYPOS || n == 32 || n == 64; }
 extern "C" void gk_attn_seg_set(int n) { g_da_seg = gk_attn_seg_ok(n) ? n : GK_ATTN_SEG; }
 extern "C" int gk_attn_seg_get(void) { return g_da_seg; }
-extern "C" int gk_attn_row_seg(int segl, int pos) { return da_rseg(segl, pos); }
+extern "C" int gk_attn_row_seg(int segl, int pos) { return 1 << da_rsh(segl, pos); }
 /* Segments of the longest row a grid sized by maxlen can hold: every row
  * position p < maxlen has (p + 1) / seg(p) rounded up of them; by
  * position that is maxlen / 32 up to GK_ATTN_SEG_LONG, then the larger of
