@@ -590,6 +590,42 @@ static void test_diag_env(void) {
 #endif
 }
 
+/* DOTLM_GPU_ATTN_SEG: anything but 32, 64 or pos (a number with trailing
+ * characters, 0, another length) refuses the backend with a message naming
+ * the accepted values; an accepted value sets the rule the split kernel
+ * reads (gk_attn_seg_get), and the default comes back without it. */
+static void test_seg_env(void) {
+#if defined(DOTLM_CUDA) || defined(DOTLM_HIP)
+    const char *badv[] = {"48", "32x", "0", "", "posx", "-64"};
+    for (size_t i = 0; i < sizeof badv / sizeof *badv; i++) {
+        setenv("DOTLM_GPU_ATTN_SEG", badv[i], 1);
+        dl_backend *bad = gpu_backend_create(GN);
+        if (!*badv[i]) { /* empty: as if unset */
+            CHECKF(bad != NULL, "DOTLM_GPU_ATTN_SEG='' refused: %s", dl_errmsg());
+        } else {
+            CHECKF(bad == NULL, "DOTLM_GPU_ATTN_SEG=%s accepted", badv[i]);
+            CHECKF(strstr(dl_errmsg(), "32 or 64") != NULL && strstr(dl_errmsg(), "'pos'") != NULL,
+                   "DOTLM_GPU_ATTN_SEG=%s: the error does not name the accepted values: %s", badv[i], dl_errmsg());
+        }
+        if (bad) bad->destroy(bad);
+    }
+    const struct {
+        const char *v;
+        int segl;
+    } okv[] = {{"32", 32}, {"64", 64}, {"pos", GK_ATTN_SEG_BYPOS}};
+    for (size_t i = 0; i < sizeof okv / sizeof *okv; i++) {
+        setenv("DOTLM_GPU_ATTN_SEG", okv[i].v, 1);
+        dl_backend *ok = gpu_backend_create(GN);
+        CHECKF(ok != NULL, "DOTLM_GPU_ATTN_SEG=%s refused: %s", okv[i].v, dl_errmsg());
+        CHECKF(gk_attn_seg_get() == okv[i].segl, "DOTLM_GPU_ATTN_SEG=%s: the rule is %d", okv[i].v,
+               gk_attn_seg_get());
+        if (ok) ok->destroy(ok);
+    }
+    unsetenv("DOTLM_GPU_ATTN_SEG");
+    gk_attn_seg_set(GK_ATTN_SEG);
+#endif
+}
+
 /* History: seq 1 positions 0..36, seq 2 positions 0..99 (written by kv_write
  * in one batch). Then a mixed batch (prefill 0..4 of seq 0, decode at 37,
  * chunk at 100..102) with ntok = 9 (tiled kernel), and decode batches of
@@ -929,6 +965,7 @@ int main(void) {
     }
     test_errors();
     test_diag_env();
+    test_seg_env();
     test_matmul();
     test_int8_invariance();
     test_float_determinism();

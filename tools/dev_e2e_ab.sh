@@ -4,7 +4,8 @@
 # `dotlm bench --prompt-len 512 --gen 64` once per variant, the whole list
 # twice (interleaved, so drift of the machine hits every variant alike), then
 # the P4096 variants at --prompt-len 4096. One line per run; logs in $OUT.
-# KEEP=1 leaves the checkpoint in /dev/shm/q8b-FMT for the next call.
+# KEEP=1 leaves the checkpoint in /dev/shm/q8b-FMT for the next call;
+# PLEN=N runs the first list at --prompt-len N instead of 512.
 #
 #   tools/dev_e2e_ab.sh FMT "label:ENV=v ENV2=w;label2:;..." ["label:ENV=v;..."]
 #   e.g. tools/dev_e2e_ab.sh fp8-block "on:;off:DOTLM_DISABLE=cuda.norm_prewait"
@@ -22,7 +23,7 @@ run() { # label plen env...
 }
 IFS=';' read -ra vs <<< "$2"
 for rep in 1 2; do
-  for v in "${vs[@]}"; do run "${v%%:*}" 512 ${v#*:}; done
+  for v in "${vs[@]}"; do run "${v%%:*}" "${PLEN:-512}" ${v#*:}; done
 done
 IFS=';' read -ra v4 <<< "${3:-}"
 for v in "${v4[@]}"; do [ -n "$v" ] && run "${v%%:*}" 4096 ${v#*:}; done

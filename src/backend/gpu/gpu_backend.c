@@ -1181,8 +1181,9 @@ dl_backend *gpu_backend_create(const char *name) {
     if (agb) gk_attn_gb_set(atoi(agb));
     const char *asg = getenv("DOTLM_GPU_ATTN_SEG");
     if (asg && *asg) { /* 32, 64, or pos: by the row's position (the default) */
-        const int n = !strcmp(asg, "pos") ? GK_ATTN_SEG_BYPOS : atoi(asg);
-        if (!gk_attn_seg_ok(n) || (n == GK_ATTN_SEG_BYPOS && strcmp(asg, "pos"))) {
+        /* the whole value must be the number: "32x" or "0" are refused */
+        const int n = !strcmp(asg, "pos") ? GK_ATTN_SEG_BYPOS : !strcmp(asg, "32") ? 32 : !strcmp(asg, "64") ? 64 : -1;
+        if (!gk_attn_seg_ok(n)) {
             dl_err("DOTLM_GPU_ATTN_SEG=%s: the split attention takes segments of 32 or 64 positions, or 'pos' (32 "
                    "below position %d, 64 from there)", asg, GK_ATTN_SEG_LONG);
             gpu_destroy(be);
