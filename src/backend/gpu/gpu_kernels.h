@@ -238,7 +238,11 @@ typedef struct {
  * vectors, 16-byte aligned caches); otherwise gk_attn_split runs the tiled
  * kernel. */
 #define GK_ATTN_SEG_BYPOS 0   /* segl: 32 positions per segment below GK_ATTN_SEG_LONG, 64 from there */
-#define GK_ATTN_SEG_LONG 1024 /* the row position from which segments by position are 64 long */
+/* The row position from which segments by position are 64 long (a
+ * multiple of 32, so that gk_attn_nseg counts whole 32-position segments
+ * below it). 640: on the H200 (2026-12-01, Qwen3-8B decode, fp8) 32 was
+ * faster after 512 positions and 64 after 640 and 768 (+2.6%) and 1024. */
+#define GK_ATTN_SEG_LONG 640
 #define GK_ATTN_SEG GK_ATTN_SEG_BYPOS /* the default (gk_attn_seg_get) */
 /* Segment lengths the split kernel takes (1: 32, 64 or GK_ATTN_SEG_BYPOS),
  * and the one the backend uses (process-wide like gk_attn_gb_set; set from
