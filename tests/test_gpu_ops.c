@@ -592,8 +592,9 @@ static void test_diag_env(void) {
 
 /* DOTLM_GPU_ATTN_SEG: anything but 32, 64 or pos (a number with trailing
  * characters, 0, another length) refuses the backend with a message naming
- * the accepted values; an accepted value sets the rule the split kernel
- * reads (gk_attn_seg_get), and the default comes back without it. */
+ * the accepted values; an empty value counts as unset; an accepted value
+ * sets the rule the split kernel reads (gk_attn_seg_get). The rule is
+ * process-wide and stays set, so the test puts the default back. */
 static void test_seg_env(void) {
 #if defined(DOTLM_CUDA) || defined(DOTLM_HIP)
     const char *badv[] = {"48", "32x", "0", "", "posx", "-64"};

@@ -1027,6 +1027,7 @@ extern "C" int gk_attn_row_seg(int segl, int pos) { return 1 << da_rsh(segl, pos
  * position p < maxlen has (p + 1) / seg(p) rounded up of them; by
  * position that is maxlen / 32 up to GK_ATTN_SEG_LONG, then the larger of
  * GK_ATTN_SEG_LONG / 32 and maxlen / 64. */
+static_assert(GK_ATTN_SEG_LONG % 32 == 0, "gk_attn_nseg counts whole 32-position segments below the switch");
 extern "C" int gk_attn_nseg(int segl, int maxlen) {
     if (maxlen <= 0) return 1;
     if (segl) return (int)DL_CDIV(maxlen, segl);
