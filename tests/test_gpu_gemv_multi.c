@@ -368,16 +368,23 @@ static void test_multi_and_variants(int block_only) {
                         job_free(&j);
                         continue;
                     }
-                    /* the original kernels: reference bits (and vs the CPU) */
+                    /* the original kernels: reference bits (and vs the CPU), with the
+                     * per-chunk scale load of 16/32-bit weights (cuda.gemv_unscaled off) */
                     gk_gemv_tune("v1");
                     float *ref[3];
+                    gk_gemv_unscaled_allow(0);
+                    const unsigned long long un_ref = gk_gemv_unscaled_launches();
                     check_job(&j, "v1", codes == CODES_RANDOM, ref);
+                    CHECKF(gk_gemv_unscaled_launches() == un_ref, "unscaled gate off %s M=%d: launched",
+                           FMTS[f].name, M);
+                    gk_gemv_unscaled_allow(1);
                     /* every variant, single and multi, against those bits */
                     for (int v = 0; variant_spec(v, is_fp8(FMTS[f].dt), spec, sizeof spec); v++) {
                         CHECKF(gk_gemv_tune(spec) == 0, "tune %s", spec);
                         float *hs[3];
                         const unsigned long long ring0 = gk_gemv_ring_launches();
                         const unsigned long long fold0 = gk_gemv_fold_launches();
+                        const unsigned long long un0 = gk_gemv_unscaled_launches();
                         const unsigned long long ks0 = gk_int8_ksplit_launches();
                         check_job(&j, spec, 0, hs);
                         /* the W8A8 register GEMV split K where asked for (2, 4) or where the shape
@@ -401,6 +408,12 @@ static void test_multi_and_variants(int block_only) {
                         else
                             CHECKF(gk_gemv_ring_launches() == ring0, "variant %s %s: unexpected ring launch", spec,
                                    FMTS[f].name);
+                        /* 16/32-bit weights (no block scales) at M <= 2 took the register loop
+                         * without the scale load, except through the pipelined loop (loop=2) */
+                        const int f16_32 = FMTS[f].dt == DT_F32 || FMTS[f].dt == DT_F16 || FMTS[f].dt == DT_BF16;
+                        const int wun = f16_32 && M <= 2 && !strstr(spec, ",loop=2");
+                        CHECKF((gk_gemv_unscaled_launches() > un0) == (wun != 0), "variant %s %s M=%d: unscaled %s",
+                               spec, FMTS[f].name, M, wun ? "not launched" : "unexpected");
                         /* the fold widening ran exactly where asked for (e4m3, M <= 2) */
                         const int wfold = FMTS[f].dt == DT_F8E4M3 && M <= 2 && strstr(spec, "fp8=fold");
                         CHECKF((gk_gemv_fold_launches() > fold0) == (wfold != 0), "variant %s %s M=%d: fold %s",

@@ -106,6 +106,10 @@ static kreg_kernel K_FOLD =
     KREG_KERNEL(KN("gemv_fold"), "fp8 e4m3 GEMV launches at M <= 2 with the 2^8 of the fp16 widening folded into "
                                  "the chunk scale (bitwise h2 while every nonzero activation is in [2^-109, 2^120)); "
                                  "off: h2, one multiply per code pair");
+static kreg_kernel K_UNSC =
+    KREG_KERNEL(KN("gemv_unscaled"), "16/32-bit GEMV launches at M <= 2 without block scales, built without the "
+                                     "per-chunk scale load (fma(p, 1, acc) = acc + p: the same bits); off: a load "
+                                     "of the constant 1 per chunk");
 static kreg_kernel K_I8KS = KREG_KERNEL(KN("int8_gemv_ksplit"), "W8A8 GEMV launches with a weight's K split over 2 "
                                                                 "or 4 warps (opt-in: DOTLM_GEMV=i8ks=0; exact int32 "
                                                                 "sums, same bits); off: one warp per row group");
@@ -297,6 +301,7 @@ static int diag_skip(const gpu_impl *g, const kreg_kernel *k) {
         const unsigned long long pdl0_ = gk_pdl_launches();                   \
         const unsigned long long ring0_ = gk_gemv_ring_launches();            \
         const unsigned long long fold0_ = gk_gemv_fold_launches();            \
+        const unsigned long long unsc0_ = gk_gemv_unscaled_launches();        \
         const unsigned long long npre0_ = gk_norm_prewait_launches();         \
         const unsigned long long i8ks0_ = gk_int8_ksplit_launches();          \
         const unsigned long long nar0_ = gk_attn_narrow_launches();           \
@@ -305,6 +310,7 @@ static int diag_skip(const gpu_impl *g, const kreg_kernel *k) {
         pdl_count((g), pdl0_);                                                \
         hits_since((g), &K_RING, ring0_, gk_gemv_ring_launches());            \
         hits_since((g), &K_FOLD, fold0_, gk_gemv_fold_launches());            \
+        hits_since((g), &K_UNSC, unsc0_, gk_gemv_unscaled_launches());        \
         hits_since((g), &K_NORM_PRE, npre0_, gk_norm_prewait_launches());     \
         hits_since((g), &K_I8KS, i8ks0_, gk_int8_ksplit_launches());          \
         hits_since((g), &K_ATT_GBR, nar0_, gk_attn_narrow_launches());        \
@@ -519,6 +525,7 @@ static int gpu_begin(dl_backend *be, const dl_batch *b, const dl_kvcache *kv) {
     gk_gemv_ring_allow(g->ring);
     g->fold = kreg_enabled(&K_FOLD); /* DOTLM_DISABLE=cuda.gemv_fold: the h2 widening */
     gk_gemv_fold_allow(g->fold);
+    gk_gemv_unscaled_allow(kreg_enabled(&K_UNSC)); /* DOTLM_DISABLE=cuda.gemv_unscaled: the scale load */
     g->i8ks = kreg_enabled(&K_I8KS); /* DOTLM_DISABLE=cuda.int8_gemv_ksplit: one warp per row group */
     gk_int8_ksplit_allow(g->i8ks);
     /* opt-in: measured slower in decode (H200, 2026-11-30, Qwen3-8B fp8 at
@@ -1164,6 +1171,7 @@ dl_backend *gpu_backend_create(const char *name) {
     gk_gemv_ring_allow(g->ring);
     g->fold = kreg_enabled(&K_FOLD);
     gk_gemv_fold_allow(g->fold);
+    gk_gemv_unscaled_allow(kreg_enabled(&K_UNSC)); /* DOTLM_DISABLE=cuda.gemv_unscaled: the scale load */
     g->i8ks = kreg_enabled(&K_I8KS);
     gk_int8_ksplit_allow(g->i8ks);
     const char *d2 = getenv("DOTLM_GPU_FP8_DOT2");

@@ -89,6 +89,10 @@ void gk_gemv_ring_allow(int on);
  * its process-wide gate (off: those launches use h2; on at start). */
 unsigned long long gk_gemv_fold_launches(void);
 void gk_gemv_fold_allow(int on);
+/* 16/32-bit GEMV launches at M <= 2 without block scales built without the
+ * per-chunk scale load (the same bits), and their gate (default on). */
+unsigned long long gk_gemv_unscaled_launches(void);
+void gk_gemv_unscaled_allow(int on);
 
 /* ---- matmul (k_matmul_float.cu, k_matmul_int8.cu, k_actq.cu) ----
  * y[M, n] = x[M, k] W^T (+ bias). */

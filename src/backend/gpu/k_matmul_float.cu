@@ -323,12 +323,16 @@ static __device__ __forceinline__ void dl_gv_chunk(const uint4 (&raw)[R], const 
                                                    const float *const (&srow)[R], unsigned magic, float (&acc)[R][MR]) {
     typedef dl_wt<DT> T;
     typedef dl_gv<DT, CV> G;
+    /* 16/32-bit weights launched with CV = 1 (gv_go: no block scales, the
+     * backend's cuda.gemv_unscaled) take s = 1 without a load: fma(p, 1,
+     * acc) = acc + p, the same bits */
+    constexpr bool NOS = (DT == DT_BF16 || DT == DT_F16 || DT == DT_F32) && CV == 1;
     float f[R][T::VEC];
     float s[R];
 #pragma unroll
     for (int r = 0; r < R; r++) {
         G::cvt16(raw[r], f[r]);
-        s[r] = srow[r][__umulhi((unsigned)kk, magic)];
+        s[r] = NOS ? 1.0f : srow[r][__umulhi((unsigned)kk, magic)];
         if (G::FOLD) s[r] *= 256.0f; /* exact */
     }
 #pragma unroll
@@ -753,6 +757,13 @@ static unsigned long long g_fold_n = 0;
 static int g_fold_allow = 1;
 extern "C" unsigned long long gk_gemv_fold_launches(void) { return g_fold_n; }
 extern "C" void gk_gemv_fold_allow(int on) { g_fold_allow = on != 0; }
+/* Launches of the 16/32-bit GEMV without the per-chunk scale load (gv_go,
+ * M <= 2, no block scales) and its gate (gk_gemv_unscaled_allow, the
+ * backend's cuda.gemv_unscaled). */
+static unsigned long long g_unsc_n = 0;
+static int g_unsc_allow = 1;
+extern "C" unsigned long long gk_gemv_unscaled_launches(void) { return g_unsc_n; }
+extern "C" void gk_gemv_unscaled_allow(int on) { g_unsc_allow = on != 0; }
 /* DOTLM_GEMV_TRIG=late (read once) or gk_gemv_trig_late(): see
  * gpu_common.cuh (same bits either way). */
 static int g_trig_late = -1; /* -1: the environment's */
@@ -1028,6 +1039,20 @@ static void gv_go(const gv_call &c) {
             /* int8 weight-only: the conversion-free widening (dl_gv<DT_I8, 1>) */
             constexpr int CVP = DT == DT_I8 ? 1 : CV;
             return dl_launch(dl_k_gemv_fp<DT, MR, R, U, CVP, NA>, grid, c.cfg.wpb * DL_WARP, 0, c.st, c.x, j);
+        }
+    }
+    /* 16/32-bit weights at M <= 2 without block scales (every weight of the
+     * job): the chunk scale is the constant 1, so the kernel is built
+     * without its load (CV = 1, see dl_gv_chunk). The load of the constant
+     * per chunk and row put an L1/L2 round trip into every chunk (H200,
+     * 2026-12-01, bf16 Qwen3-8B decode at 512: 223.3-225.7 tok/s without
+     * it against 217.6-219.7, bench/h200-2026-12-01f/run6) */
+    if constexpr ((DT == DT_BF16 || DT == DT_F16 || DT == DT_F32) && MR <= 2 && CV == 0) {
+        bool none = g_unsc_allow != 0;
+        for (int i = 0; i < c.count; i++) none = none && c.w[i].scale_kind != WS_BLOCK;
+        if (none) {
+            g_unsc_n++;
+            return dl_launch(dl_k_gemv_f<DT, MR, R, U, 1, NA>, grid, c.cfg.wpb * DL_WARP, 0, c.st, c.x, j);
         }
     }
     dl_launch(dl_k_gemv_f<DT, MR, R, U, CV, NA>, grid, c.cfg.wpb * DL_WARP, 0, c.st, c.x, j);
