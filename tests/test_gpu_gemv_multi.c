@@ -137,6 +137,9 @@ static const fmt FMTS[] = {
 
 static int is_w8a8(const fmt *f) { return f->dt == DT_I8 && f->aq == ACT_INT8_TOKEN; }
 static int is_fp8(dl_dtype dt) { return dt == DT_F8E4M3 || dt == DT_F8E5M2; }
+/* The 16/32-bit float formats (their GEMV at M <= 2 skips the chunk scale
+ * load: cuda.gemv_unscaled). */
+static int is_f16_32(dl_dtype dt) { return dt == DT_F32 || dt == DT_F16 || dt == DT_BF16; }
 
 /* One job: up to 3 uploaded weights of one format sharing k, and device
  * buffers for x, the quantized x (W8A8) and two sets of outputs. */
@@ -410,8 +413,7 @@ static void test_multi_and_variants(int block_only) {
                                    FMTS[f].name);
                         /* 16/32-bit weights (no block scales) at M <= 2 took the register loop
                          * without the scale load, except through the pipelined loop (loop=2) */
-                        const int f16_32 = FMTS[f].dt == DT_F32 || FMTS[f].dt == DT_F16 || FMTS[f].dt == DT_BF16;
-                        const int wun = f16_32 && M <= 2 && !strstr(spec, ",loop=2");
+                        const int wun = is_f16_32(FMTS[f].dt) && M <= 2 && !strstr(spec, ",loop=2");
                         CHECKF((gk_gemv_unscaled_launches() > un0) == (wun != 0), "variant %s %s M=%d: unscaled %s",
                                spec, FMTS[f].name, M, wun ? "not launched" : "unexpected");
                         /* the fold widening ran exactly where asked for (e4m3, M <= 2) */

@@ -312,6 +312,12 @@ static __device__ __forceinline__ void dl_gv_xload(const float *p, float *xv) {
     }
 }
 
+/* The 16/32-bit float formats: their GEMVs at M <= 2 have a build without
+ * the per-chunk scale load (CV = 1; gv_go, cuda.gemv_unscaled). */
+static constexpr __host__ __device__ bool dl_is_f16_32(int dt) {
+    return dt == DT_BF16 || dt == DT_F16 || dt == DT_F32;
+}
+
 /* One 16-byte chunk per row (raw[r], at element kk of row r) folded into
  * acc: widened (dl_gv<DT, CV>), each row's partial p over the chunk by
  * sequential FMAs with every activation row m, then acc[r][m] = fma(p, s,
@@ -326,7 +332,7 @@ static __device__ __forceinline__ void dl_gv_chunk(const uint4 (&raw)[R], const 
     /* 16/32-bit weights launched with CV = 1 (gv_go: no block scales, the
      * backend's cuda.gemv_unscaled) take s = 1 without a load: fma(p, 1,
      * acc) = acc + p, the same bits */
-    constexpr bool NOS = (DT == DT_BF16 || DT == DT_F16 || DT == DT_F32) && CV == 1;
+    constexpr bool NOS = dl_is_f16_32(DT) && CV == 1;
     float f[R][T::VEC];
     float s[R];
 #pragma unroll
@@ -1047,7 +1053,7 @@ static void gv_go(const gv_call &c) {
      * per chunk and row put an L1/L2 round trip into every chunk (H200,
      * 2026-12-01, bf16 Qwen3-8B decode at 512: 223.3-225.7 tok/s without
      * it against 217.6-219.7, bench/h200-2026-12-01f/run6) */
-    if constexpr ((DT == DT_BF16 || DT == DT_F16 || DT == DT_F32) && MR <= 2 && CV == 0) {
+    if constexpr (dl_is_f16_32(DT) && MR <= 2 && CV == 0) {
         bool none = g_unsc_allow != 0;
         for (int i = 0; i < c.count; i++) none = none && c.w[i].scale_kind != WS_BLOCK;
         if (none) {
