@@ -2,6 +2,7 @@
  * disabling "cpu.*" in the kernel registry), and the references against
  * double-precision computations written here. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -327,6 +328,18 @@ static void test_misc(dl_backend *be) {
 #endif
     CHECK(!be_create("nope", 0));
     CHECK(!strcmp(be->name, "cpu"));
+    /* host buffers: the CPU has no special memory (malloc behind the header), nor does no backend */
+    CHECK(be->host_alloc == NULL && be->host_free == NULL);
+    for (int k = 0; k < 2; k++) {
+        float *h = be_host_alloc(k ? NULL : be, 1001 * sizeof(float));
+        CHECK(h && ((uintptr_t)h & 63) == 0);
+        for (int i = 0; h && i < 1001; i++) h[i] = (float)i;
+        CHECK(h && h[1000] == 1000.0f);
+        be_host_free(k ? NULL : be, h);
+    }
+    be_host_free(be, NULL);
+    dl_err_clear();
+    CHECK(be_host_alloc(be, SIZE_MAX - 8) == NULL && strstr(dl_errmsg(), "too large"));
     CHECK(be->copy2d && be->sigmoid_mul && be->gdn && be->conv1d_silu && be->gated_rmsnorm);
     fast_on();
     kreg_reset_counts();

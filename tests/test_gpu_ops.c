@@ -945,6 +945,38 @@ static void test_errors(void) {
     CHECK(!strcmp(gpu->name, GN));
 }
 
+/* be_host_alloc on the GPU: page-locked memory that a logits copy lands in
+ * (counted by cuda.host_pinned) with the right bytes; with the switch off
+ * plain memory, the same bytes, not counted. */
+static void test_host_pinned(void) {
+    const size_t n = 151936 + 7;
+    float *src = malloc(n * 4);
+    for (size_t i = 0; i < n; i++) src[i] = tu_randf(&rs);
+    float *d = gpu->alloc(gpu, n * 4);
+    CHECK(d && gpu->from_host(gpu, d, src, n * 4) == 0);
+    for (int off = 0; off < 2; off++) {
+        kreg_reset_switches();
+        if (off) kreg_disable(GN ".host_pinned");
+        kreg_reset_counts();
+        float *h = be_host_alloc(gpu, n * 4);
+        CHECK(h && ((uintptr_t)h & 63) == 0);
+        if (!h || !d) continue;
+        CHECK(gpu->to_host(gpu, h, d, n * 4) == 0);
+        CHECKF(!memcmp(h, src, n * 4), "host_pinned off=%d: bytes differ", off);
+        CHECKF(kreg_count(GN ".host_pinned") == (off ? 0u : 1u), "host_pinned off=%d: counted %llu", off,
+               (unsigned long long)kreg_count(GN ".host_pinned"));
+        /* a copy into the middle of the buffer counts too; one into other memory does not */
+        float *plain = malloc(64);
+        CHECK(gpu->to_host(gpu, h + 1000, d, 256) == 0 && gpu->to_host(gpu, plain, d, 64) == 0);
+        CHECK(kreg_count(GN ".host_pinned") == (off ? 0u : 2u));
+        free(plain);
+        be_host_free(gpu, h);
+    }
+    kreg_reset_switches();
+    gpu->free(gpu, d);
+    free(src);
+}
+
 int main(void) {
     rs = tu_seed();
     setenv("DOTLM_GPU_ATTN_FUSE", "1", 1); /* opt in to the fused attention combine (compared with it off) */
@@ -965,6 +997,7 @@ int main(void) {
         return 0;
     }
     test_errors();
+    test_host_pinned();
     test_diag_env();
     test_seg_env();
     test_matmul();

@@ -2,6 +2,8 @@
  * in here under their build flags (#ifdef DOTLM_CUDA / DOTLM_HIP). */
 #include "backend/backend.h"
 
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu/cpu_internal.h"
@@ -26,4 +28,28 @@ dl_backend *be_create(const char *name, int nthreads) {
 
 void be_destroy(dl_backend *be) {
     if (be) be->destroy(be);
+}
+
+/* The 64 bytes before every be_host_alloc() block: which allocator made it
+ * (the block stays 64-byte aligned after it). */
+typedef struct {
+    uint64_t backend; /* 1: be->host_alloc, 0: malloc */
+    uint64_t pad[7];
+} host_hdr;
+
+void *be_host_alloc(dl_backend *be, size_t bytes) {
+    if (bytes > SIZE_MAX - sizeof(host_hdr)) return dl_err("host buffer of %zu bytes is too large", bytes), NULL;
+    host_hdr *h = be && be->host_alloc ? be->host_alloc(be, bytes + sizeof *h) : NULL;
+    const int from_be = h != NULL;
+    if (!h) h = aligned_alloc(64, (bytes + sizeof *h + 63) / 64 * 64);
+    if (!h) return dl_err("out of host memory for a buffer of %zu bytes", bytes), NULL;
+    h->backend = (uint64_t)from_be;
+    return h + 1;
+}
+
+void be_host_free(dl_backend *be, void *p) {
+    if (!p) return;
+    host_hdr *h = (host_hdr *)p - 1;
+    if (h->backend && be && be->host_free) be->host_free(be, h);
+    else free(h);
 }

@@ -56,6 +56,11 @@ struct dl_backend {
     void (*release)(dl_backend *be, dl_weight *w);  /* free w->dev */
     int (*to_host)(dl_backend *be, void *dst, const void *src, size_t bytes);
     int (*from_host)(dl_backend *be, void *dst, const void *src, size_t bytes);
+    /* host memory to_host()/from_host() copy to and from fastest (page-locked
+     * for the GPUs), or NULL (plain malloc is as good: the CPU, or the
+     * memory could not be had); callers use be_host_alloc()/be_host_free() */
+    void *(*host_alloc)(dl_backend *be, size_t bytes);
+    void (*host_free)(dl_backend *be, void *p);
     int (*sync)(dl_backend *be);
     void (*destroy)(dl_backend *be);
 
@@ -156,3 +161,12 @@ struct dl_backend {
  * not compiled in: rebuild with -DDOTLM_CUDA=ON") on failure. */
 dl_backend *be_create(const char *name, int nthreads);
 void be_destroy(dl_backend *be);
+/* Host buffers that be's to_host()/from_host() copy into and out of: the
+ * backend's host_alloc memory (page-locked for the GPUs: a decode step's
+ * logits row comes back in ~30 us instead of ~120-180 us through pageable
+ * memory on the H200, bench/lab/d2h_lab.cu), else malloc (be NULL, the
+ * CPU, or the backend's memory refused). NULL + dl_errmsg when neither
+ * can be had. Freed only by be_host_free() with the same be, before
+ * be_destroy(). 64-byte aligned. */
+void *be_host_alloc(dl_backend *be, size_t bytes);
+void be_host_free(dl_backend *be, void *p);

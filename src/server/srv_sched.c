@@ -360,7 +360,7 @@ srv_sched *sched_create(dl_model *m, const tok_tokenizer *tk, const srv_sched_op
         return NULL;
     }
     int n = s->o.step_tokens, ms = s->o.max_seqs;
-    s->logits = malloc((size_t)ms * s->V * sizeof(float));
+    s->logits = be_host_alloc(m->be, (size_t)ms * s->V * sizeof(float)); /* page-locked on the GPUs */
     s->b_tok = malloc((size_t)n * sizeof(int32_t));
     s->b_seq = malloc((size_t)n * sizeof(int32_t));
     s->b_pos = malloc((size_t)n * sizeof(int32_t));
@@ -433,7 +433,7 @@ void sched_destroy(srv_sched *s) {
         if (s->seqs[i].r) finish_seq(s, &s->seqs[i], FIN_ERROR, "server shutting down");
     model_ws_free(&s->ws);
     kv_destroy(&s->kv);
-    free(s->logits);
+    be_host_free(s->m->be, s->logits);
     free(s->b_tok);
     free(s->b_seq);
     free(s->b_pos);
