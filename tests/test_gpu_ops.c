@@ -17,6 +17,7 @@
 #define ATTN_CL_AVAIL() gk_attn_cluster_avail()
 #define PDL_SUPPORTED() gpurt_pdl_supported()
 #define ATTN_SEG_SET(n) gk_attn_seg_set(n)
+#define ATTN_KL_SET(m, n) gk_attn_kl_set(m, n)
 #define ROW_SEG(p) gk_attn_row_seg(gk_attn_seg_get(), p)
 #define NSEG(ml) gk_attn_nseg(gk_attn_seg_get(), ml)
 #else
@@ -25,6 +26,7 @@
 #define PDL_SUPPORTED() 0
 #define GK_ATTN_CL_MAXSEG 16
 #define ATTN_SEG_SET(n) ((void)(n))
+#define ATTN_KL_SET(m, n) ((void)(m), (void)(n))
 #define ROW_SEG(p) ((void)(p), 64)
 #define NSEG(ml) ((ml) / 64)
 #endif
@@ -783,6 +785,92 @@ static void test_attention_long(int nh, int nkv, int hd, dl_dtype dt) {
     cache_free(&cg, gpu), cache_free(&cc, cpu);
 }
 
+/* The decode attention with a lane per key (cuda.attention.keylanes,
+ * k_attn_kl.cu), forced on for every grid length (gk_attn_kl_set(1, 0)),
+ * with the opt-in forms that keep the split kernel (early K/V loads, fused
+ * and cluster merges) switched off. The history and rows of
+ * test_attention_long, block size bs (24: pages across segments, a page
+ * index by division; 16: by shift). Per batch of <= 8 rows: against the
+ * CPU within 2e-5 (the split kernel's bound; its own summation order),
+ * counted once where the shape takes it (fp16 KV, head_dim 64 / 128 / 256,
+ * group <= 8) and never elsewhere, bitwise the same on a second run, a
+ * row's output bitwise the same in every batch that holds it (one segment
+ * written directly, several merged by the combine), and with the switch off
+ * the split kernel again (not counted, within 2e-5 of the CPU). */
+static void test_attention_kl(int nh, int nkv, int hd, dl_dtype dt, int bs) {
+    enum { NS = 4, NR = 9, NB = 5 };
+    static const int hist[NS] = {3100, 1000, 64, 0};
+    static const int32_t rseq[NR] = {0, 1, 1, 1, 2, 3, 3, 3, 3}, rpos[NR] = {3100, 1000, 1001, 1002, 64, 0, 1, 2, 3};
+    static const int bn[NB] = {1, 4, 3, 1, 4};
+    static const int brow[NB][NR] = {{0}, {0, 1, 4, 5}, {1, 2, 3}, {5}, {5, 6, 7, 8}};
+    const int mbps = (3100 + 8 + bs - 1) / bs, nblocks = NS * mbps;
+    const int takes = dt == DT_F16 && (hd == 64 || hd == 128 || hd == 256) && nh % nkv == 0 && nh / nkv <= 8 &&
+                      (hd / 32) * (nh / nkv <= 1 ? 1 : nh / nkv <= 2 ? 2 : nh / nkv <= 4 ? 4 : 8) <= 32;
+    int32_t *perm = shuffled(nblocks);
+    cache cc, cg;
+    cache_init(&cc, cpu, nkv, hd, dt, bs, nblocks, NS, mbps, perm);
+    cache_init(&cg, gpu, nkv, hd, dt, bs, nblocks, NS, mbps, perm);
+    free(perm);
+    const size_t kw = (size_t)nkv * hd, qw = (size_t)nh * hd;
+    cache *const gl[1] = {&cg};
+    write_history(&cc, gl, 1, hist, NS);
+    float *RQ = malloc(NR * qw * 4), *RK = malloc(NR * kw * 4), *RV = malloc(NR * kw * 4);
+    fill(RQ, NR * qw, 4.0f), fill(RK, NR * kw, 1.0f), fill(RV, NR * kw, 1.0f);
+    float *first = malloc(NR * qw * 4);
+    int have[NR] = {0};
+    float *q = malloc(NR * qw * 4), *k = malloc(NR * kw * 4), *v = malloc(NR * kw * 4);
+    float *oc = malloc(NR * qw * 4), *og = malloc(NR * qw * 4), *o2 = malloc(NR * qw * 4);
+    float *dq = gpu->alloc(gpu, NR * qw * 4), *dk = gpu->alloc(gpu, NR * kw * 4), *dv = gpu->alloc(gpu, NR * kw * 4);
+    float *dout = gpu->alloc(gpu, NR * qw * 4);
+    const float sc = 1.0f / sqrtf((float)hd);
+    ATTN_KL_SET(1, 0);
+    for (int bi = 0; bi < NB; bi++) {
+        const int nt = bn[bi];
+        int32_t tok[NR] = {0}, seq[NR], pos[NR];
+        pick_rows(nt, brow[bi], rseq, rpos, RQ, RK, RV, qw, kw, seq, pos, q, k, v);
+        gpu->from_host(gpu, dq, q, nt * qw * 4);
+        gpu->from_host(gpu, dk, k, nt * kw * 4);
+        gpu->from_host(gpu, dv, v, nt * kw * 4);
+        dl_batch b = {nt, tok, seq, pos};
+        cpu->begin(cpu, &b, &cc.kv);
+        cpu->kv_write(cpu, &cc.kv, 0, k, v);
+        cpu->attention(cpu, oc, q, &cc.kv, 0, nh, sc);
+        for (int pass = 0; pass < 3; pass++) { /* 0, 1: keylanes (twice); 2: switched off */
+            kreg_reset_switches();
+            kreg_disable(GN ".attention.warm," GN ".attention.fused_combine," GN ".attention.cluster");
+            if (pass == 2) kreg_disable(GN ".attention.keylanes");
+            CHECK(gpu->begin(gpu, &b, &cg.kv) == 0);
+            if (pass == 0) gpu->kv_write(gpu, &cg.kv, 0, dk, dv);
+            kreg_reset_counts();
+            gpu->attention(gpu, dout, dq, &cg.kv, 0, nh, sc);
+            dget(pass ? o2 : og, dout, nt * qw);
+            const uint64_t want = takes && pass < 2 ? 1u : 0u;
+            CHECKF(kreg_count(GN ".attention.keylanes") == want, "keylanes counted %llu, want %llu (hd=%d %s pass %d)",
+                   (unsigned long long)kreg_count(GN ".attention.keylanes"), (unsigned long long)want, hd,
+                   dt_name(dt), pass);
+            const double e = tu_max_rel(pass ? o2 : og, oc, nt * qw);
+            CHECKF(e <= 2e-5, "keylanes pass %d nh=%d nkv=%d hd=%d %s bs=%d batch %d rel %.3g", pass, nh, nkv, hd,
+                   dt_name(dt), bs, bi, e);
+            if (pass == 1) CHECKF(!memcmp(o2, og, nt * qw * 4), "keylanes not deterministic (hd=%d batch %d)", hd, bi);
+        }
+        for (int i = 0; i < nt; i++) {
+            const int r = brow[bi][i];
+            if (!have[r]) {
+                memcpy(first + r * qw, og + i * qw, qw * 4);
+                have[r] = 1;
+            } else {
+                CHECKF(!memcmp(first + r * qw, og + i * qw, qw * 4),
+                       "keylanes: row %d differs between batches (hd=%d %s batch %d)", r, hd, dt_name(dt), bi);
+            }
+        }
+    }
+    ATTN_KL_SET(0, 0);
+    kreg_reset_switches();
+    gpu->free(gpu, dq), gpu->free(gpu, dk), gpu->free(gpu, dv), gpu->free(gpu, dout);
+    free(RQ), free(RK), free(RV), free(first), free(q), free(k), free(v), free(oc), free(og), free(o2);
+    cache_free(&cg, gpu), cache_free(&cc, cpu);
+}
+
 /* Bytes of a cache's layer-0 K and V (device or host backend). */
 static void cache_bytes(dl_backend *be, const cache *c, uint8_t *k, uint8_t *v, size_t bytes) {
     if (be == gpu) {
@@ -996,6 +1084,7 @@ int main(void) {
         be_destroy(cpu);
         return 0;
     }
+    ATTN_KL_SET(0, 0); /* the split kernel's forms are compared bitwise below; test_attention_kl turns it on */
     test_errors();
     test_host_pinned();
     test_diag_env();
@@ -1028,6 +1117,15 @@ int main(void) {
             test_attention_long(lc[i].nh, lc[i].nkv, lc[i].hd, lc[i].dt);
     }
     ATTN_SEG_SET(0); /* the default */
+    /* nh, nkv, hd, KV dtype, block size: Qwen3-8B (G = 4), G = 8 and 1, head_dim 64 / 256, shapes the
+     * key-lane kernel does not take (fp32 KV, head_dim 96) */
+    static const struct {
+        int nh, nkv, hd;
+        dl_dtype dt;
+        int bs;
+    } kc[] = {{32, 8, 128, DT_F16, 24}, {32, 8, 128, DT_F16, 16}, {16, 2, 64, DT_F16, 16}, {8, 8, 128, DT_F16, 24},
+              {8, 2, 256, DT_F16, 16},  {32, 8, 128, DT_F32, 16}, {12, 2, 96, DT_F16, 16}};
+    for (int i = 0; i < (int)(sizeof kc / sizeof kc[0]); i++) test_attention_kl(kc[i].nh, kc[i].nkv, kc[i].hd, kc[i].dt, kc[i].bs);
     /* the device has clusters: the merge must have run (and matched) somewhere */
     printf("cluster merge: %s, checked on %d batches\n", ATTN_CL_AVAIL() ? "available" : "not on this device", g_ncl);
     if (ATTN_CL_AVAIL()) CHECKF(g_ncl > 0, "cluster merge available but never due (%d)", g_ncl);

@@ -67,6 +67,10 @@ static kreg_kernel K_ATT_CL =
     KREG_KERNEL(KN("attention.cluster"), "split-KV decode whose segment blocks (2..16) form a thread block cluster "
                                          "and merge through its shared memory, no combine launch (sm_90+; same "
                                          "bits; opt-in: DOTLM_GPU_ATTN_CL=1)");
+static kreg_kernel K_ATT_KL =
+    KREG_KERNEL(KN("attention.keylanes"), "split decode attention with a lane per key and all heads of the group "
+                                          "per block (grids of >= 4096 positions; DOTLM_GPU_ATTN_KL=0 or this "
+                                          "switch: the split kernel; its own summation order)");
 static kreg_kernel K_ATT_TILED = KREG_KERNEL(KN("attention.tiled"), "tiled causal GQA attention");
 static kreg_kernel K_EMBED = KREG_KERNEL(KN("embed"), "");
 static kreg_kernel K_RMS = KREG_KERNEL(KN("rmsnorm"), "");
@@ -283,7 +287,7 @@ static int diag_skip(const gpu_impl *g, const kreg_kernel *k) {
     unsigned b = 0;
     if (k == &K_ADD_RMS || k == &K_RMS) b = DG_NORM;
     else if (k == &K_QKROPE) b = DG_QKROPE;
-    else if (k == &K_ATT_SPLIT || k == &K_ATT_QK) b = DG_ATTN;
+    else if (k == &K_ATT_SPLIT || k == &K_ATT_QK || k == &K_ATT_KL) b = DG_ATTN;
     else if (k == &K_SILU || k == &K_SILUQ) b = DG_SILU;
     else if (k == &K_AQ_I8 || k == &K_AQ_F8) b = DG_ACTQ;
     else if (k == &K_MULTI || k == &K_I8_MULTI || k == &K_GU_SILU || k == &K_I8_GEMV || k == &K_DOT2 ||
@@ -934,6 +938,9 @@ static void att_split(gpu_impl *g, float *out, const float *q, gk_attn *a, const
     int fused = 0;
     if (qk) {
         TIMED(g, &K_ATT_QK, fused = gk_attn_split_qk(g->stream, out, q, a, qk, g->wsa));
+    } else if (!g->att_warm && !a->fuse && !a->clu && gk_attn_kl_ok(a) && use(g, &K_ATT_KL)) {
+        /* a lane per key (long grids; the opt-in forms keep the split kernel) */
+        TIMED(g, &K_ATT_KL, (void)gk_attn_kl(g->stream, out, q, a, g->wsa));
     } else {
         a->warm = g->att_warm && use(g, &K_ATT_WARM);
         if (!a->warm && a->ipre) (void)use(g, &K_ATT_IPRE); /* else the warm loads come first anyway */
@@ -1162,6 +1169,7 @@ static int gpu_graph_begin(dl_backend *be, uint64_t key) {
     key ^= (uint64_t)g->att_warm * 0xD6E8FEB86659FD93ull;
     key ^= (uint64_t)kreg_enabled(&K_NORM_PRE) * 0xA0761D6478BD642Full;
     key ^= (uint64_t)kreg_enabled(&K_SILUQ_V4) * 0xE7037ED1A0B428DBull;
+    key ^= (uint64_t)kreg_enabled(&K_ATT_KL) * 0x8EBC6AF09C88C6E3ull; /* the attention kernel chosen */
     return gpu_graphs_begin(g->graphs, key, g->stream);
 }
 

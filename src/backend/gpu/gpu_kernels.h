@@ -305,6 +305,24 @@ typedef struct {
 } gk_attn_qk;
 int gk_attn_split_qk_ok(const gk_attn *a, const gk_attn_qk *qk);
 int gk_attn_split_qk(void *s, float *out, const float *q, const gk_attn *a, const gk_attn_qk *qk, void *ws);
+/* Split decode with a lane per key (k_attn_kl.cu, cuda.attention.keylanes):
+ * segments of gk_attn_kl_seg() positions (128; 256 on wave64), one block
+ * per (segment, KV head, token) for all query heads of the group; partials
+ * in gk_attn_split's workspace layout, merged by gk_attn_combine. Its own
+ * summation order, a function of the row alone. gk_attn_kl_ok: the shape
+ * takes it (fp16 KV, head_dim 2, 4 or 8 x the warp width, group <= 8) and
+ * the mode allows it at a->maxlen; gk_attn_kl returns 1 when it launched
+ * (0: the caller runs gk_attn_split). gk_attn_kl_set(mode, minlen) for
+ * later launches: mode 0 off, 1 on for grids of >= minlen positions; -1
+ * each: DOTLM_GPU_ATTN_KL / DOTLM_GPU_ATTN_KL_MIN, else on from 4096 (a grid
+ * bound: rows past position 2048). */
+int gk_attn_kl_ok(const gk_attn *a);
+int gk_attn_kl(void *s, float *out, const float *q, const gk_attn *a, void *ws);
+void gk_attn_kl_set(int mode, int minlen);
+int gk_attn_kl_seg(void);
+/* The split decode's combine over nseg segments of a->segl positions
+ * (32, 64, or gk_attn_kl_seg()): partials w (wml, then wo) -> out. */
+void gk_attn_combine(void *s, float *out, const float *w, const gk_attn *a, int nseg);
 /* Tiled causal GQA (prefill; also valid for any batch). */
 void gk_attn_tiled(void *s, float *out, const float *q, const gk_attn *a);
 int gk_attn_ok(int hd); /* hd <= 256 and even */

@@ -228,6 +228,7 @@ __global__ void __launch_bounds__(AT_WARPS *DL_WARP)
  * (a function of the row alone, so a row's bits never depend on the
  * batch). */
 static __host__ __device__ __forceinline__ int da_rsh(int segl, int pos) {
+    if (segl > 64) return segl == 128 ? 7 : 8; /* the key-lane kernel's segments (k_attn_kl.cu), combine only */
     return (segl ? segl == 32 : pos < GK_ATTN_SEG_LONG) ? 5 : 6;
 }
 #define DA_TMAX 16                      /* at most 16 lanes per key */
@@ -1261,6 +1262,12 @@ static int da_split(cudaStream_t st, float *out, const float *q, const gk_attn *
                   (unsigned)((int64_t)a->ntok * a->nh), DC_T, 0, st, out, w, w + (size_t)a->ntok * a->nh * nseg * 2,
                   *a, nseg);
     return fused;
+}
+
+extern "C" void gk_attn_combine(void *s, float *out, const float *w, const gk_attn *a, int nseg) {
+    dl_launch(a->crt && nseg <= DC_T ? dl_k_attn_combine<2> : a->cwide ? dl_k_attn_combine<1> : dl_k_attn_combine<0>,
+              (unsigned)((int64_t)a->ntok * a->nh), DC_T, 0, (cudaStream_t)s, out, w,
+              w + (size_t)a->ntok * a->nh * nseg * 2, *a, nseg);
 }
 
 extern "C" int gk_attn_split(void *s, float *out, const float *q, const gk_attn *a, void *ws) {
