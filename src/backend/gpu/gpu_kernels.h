@@ -306,7 +306,7 @@ typedef struct {
 int gk_attn_split_qk_ok(const gk_attn *a, const gk_attn_qk *qk);
 int gk_attn_split_qk(void *s, float *out, const float *q, const gk_attn *a, const gk_attn_qk *qk, void *ws);
 /* Split decode with a lane per key (k_attn_kl.cu, cuda.attention.keylanes):
- * segments of gk_attn_kl_seg() positions (128; 256 on wave64), one block
+ * segments of 4 x the warp width positions (128; 256 on wave64), one block
  * per (segment, KV head, token) for all query heads of the group; partials
  * in gk_attn_split's workspace layout, merged by gk_attn_combine. Its own
  * summation order, a function of the row alone. gk_attn_kl_ok: the shape
@@ -319,9 +319,8 @@ int gk_attn_split_qk(void *s, float *out, const float *q, const gk_attn *a, cons
 int gk_attn_kl_ok(const gk_attn *a);
 int gk_attn_kl(void *s, float *out, const float *q, const gk_attn *a, void *ws);
 void gk_attn_kl_set(int mode, int minlen);
-int gk_attn_kl_seg(void);
 /* The split decode's combine over nseg segments of a->segl positions
- * (32, 64, or gk_attn_kl_seg()): partials w (wml, then wo) -> out. */
+ * (32, 64, or gk_attn_kl's 128 / 256): partials w (wml, then wo) -> out. */
 void gk_attn_combine(void *s, float *out, const float *w, const gk_attn *a, int nseg);
 /* Tiled causal GQA (prefill; also valid for any batch). */
 void gk_attn_tiled(void *s, float *out, const float *q, const gk_attn *a);

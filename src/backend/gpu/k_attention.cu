@@ -1227,6 +1227,15 @@ extern "C" void gk_attn_tiled(void *s, float *out, const float *q, const gk_attn
     tiled_launch((cudaStream_t)s, out, q, a);
 }
 
+/* The combine over nseg segments (gpu_kernels.h): the one-round-trip form
+ * where crt allows it (set only where nseg <= DC_T; the test is a guard for
+ * callers), else the wide or the first form. */
+extern "C" void gk_attn_combine(void *s, float *out, const float *w, const gk_attn *a, int nseg) {
+    dl_launch(a->crt && nseg <= DC_T ? dl_k_attn_combine<2> : a->cwide ? dl_k_attn_combine<1> : dl_k_attn_combine<0>,
+              (unsigned)((int64_t)a->ntok * a->nh), DC_T, 0, (cudaStream_t)s, out, w,
+              w + (size_t)a->ntok * a->nh * nseg * 2, *a, nseg);
+}
+
 /* Split-KV decode: segments of a->segl positions, grid sized by
  * a->maxlen (any value >= the batch's max pos + 1 gives the same results);
  * one segment for every row (maxlen <= SEG): the block writes the output
@@ -1256,18 +1265,8 @@ static int da_split(cudaStream_t st, float *out, const float *q, const gk_attn *
         return 2;
     (void)da_launch_cfg(st, out, q, a, c, nseg, w, cnt, qk, 0);
     if (nseg > 1 && !fused && !a->diag_nocombine)
-        dl_launch(a->crt && nseg <= DC_T ? dl_k_attn_combine<2> /* crt is set only then; a guard for callers */
-                  : a->cwide             ? dl_k_attn_combine<1>
-                                         : dl_k_attn_combine<0>,
-                  (unsigned)((int64_t)a->ntok * a->nh), DC_T, 0, st, out, w, w + (size_t)a->ntok * a->nh * nseg * 2,
-                  *a, nseg);
+        gk_attn_combine(st, out, w, a, nseg);
     return fused;
-}
-
-extern "C" void gk_attn_combine(void *s, float *out, const float *w, const gk_attn *a, int nseg) {
-    dl_launch(a->crt && nseg <= DC_T ? dl_k_attn_combine<2> : a->cwide ? dl_k_attn_combine<1> : dl_k_attn_combine<0>,
-              (unsigned)((int64_t)a->ntok * a->nh), DC_T, 0, (cudaStream_t)s, out, w,
-              w + (size_t)a->ntok * a->nh * nseg * 2, *a, nseg);
 }
 
 extern "C" int gk_attn_split(void *s, float *out, const float *q, const gk_attn *a, void *ws) {

@@ -273,8 +273,6 @@ extern "C" int gk_attn_kl_ok(const gk_attn *a) {
     return mode > 0 && a->maxlen >= minlen && kl_pick(a, &d, &s);
 }
 
-extern "C" int gk_attn_kl_seg(void) { return KL_SEG; }
-
 template <int DPL, int GM>
 static void kl_launch(cudaStream_t st, float *out, const float *q, const gk_attn *a, int nseg, float *w) {
     float *wml = w, *wo = w ? w + (size_t)a->ntok * a->nh * nseg * 2 : nullptr;
@@ -291,8 +289,8 @@ static void kl_launch_gm(cudaStream_t st, float *out, const float *q, const gk_a
     switch (gm) {
     case 1: kl_launch<DPL, 1>(st, out, q, a, nseg, w); break;
     case 2: kl_launch<DPL, 2>(st, out, q, a, nseg, w); break;
-    case 4: if constexpr (DPL <= 8) kl_launch<DPL, 4>(st, out, q, a, nseg, w); break;
-    default: if constexpr (DPL <= 4) kl_launch<DPL, 8>(st, out, q, a, nseg, w); break;
+    case 4: kl_launch<DPL, 4>(st, out, q, a, nseg, w); break;
+    default: if constexpr (DPL <= 4) kl_launch<DPL, 8>(st, out, q, a, nseg, w); /* GM x DPL <= 32 (kl_pick) */
     }
 }
 
