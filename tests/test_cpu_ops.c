@@ -294,6 +294,16 @@ static void test_elementwise(dl_backend *be) {
         if (fabs(od[i]) > 1e-30 && d > e2) e2 = d;
     }
     CHECKF(e2 <= 1e-5, "silu_mul fast per-element rel err: %g", e2);
+    /* batch invariance: any sub-range (odd start, odd length: the tail at
+     * other lanes) gives the same bits as the whole array */
+    fast_on();
+    int same = 1;
+    for (size_t off = 1; off < 40; off += 7) {
+        size_t len = 700 + off; /* a row of 700 (not a multiple of 8) plus change */
+        be->silu_mul(be, o2, g + off, u + off, len);
+        same &= !memcmp(o2, o1 + off, len * 4);
+    }
+    CHECKF(same, "silu_mul fast: a sub-range's bits differ from the whole array's");
 
     memcpy(o1, u, n * 4), memcpy(o2, u, n * 4);
     fast_on();

@@ -237,17 +237,19 @@ CPU_AVX2 void cpu_attention_avx2(const cpu_args *a, size_t i0, size_t i1) {
     free(sc);
 }
 
+/* y[i] = silu(x[i]) * x2[i] over [i0, i1). The tail runs the same vector
+ * arithmetic under a mask (not scalar expf), so an element's bits depend on
+ * its value alone, never on where a thread's range or the array ends: the
+ * same token gives the same bits in any batch (intermediate sizes that are
+ * not a multiple of 8 put row tails at varying lanes). */
 CPU_AVX2 void cpu_silu_mul_avx2(const cpu_args *a, size_t i0, size_t i1) {
     size_t i = i0;
     __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
-    for (; i + 8 <= i1; i += 8) {
-        __m256 g = _mm256_loadu_ps(a->x + i);
+    for (; i < i1; i += 8) {
+        __m256i m = cpu_mask(i1 - i < 8 ? (int)(i1 - i) : 8);
+        __m256 g = _mm256_maskload_ps(a->x + i, m);
         __m256 den = _mm256_add_ps(one, cpu_exp(_mm256_sub_ps(zero, g)));
-        _mm256_storeu_ps(a->y + i, _mm256_mul_ps(_mm256_div_ps(g, den), _mm256_loadu_ps(a->x2 + i)));
-    }
-    for (; i < i1; i++) {
-        float g = a->x[i];
-        a->y[i] = g / (1.0f + expf(-g)) * a->x2[i];
+        _mm256_maskstore_ps(a->y + i, m, _mm256_mul_ps(_mm256_div_ps(g, den), _mm256_maskload_ps(a->x2 + i, m)));
     }
 }
 
