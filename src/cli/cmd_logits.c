@@ -75,7 +75,7 @@ int cmd_logits(int argc, char **argv) {
     int rc = 1;
     engine e;
     if (o.ctx == 0 && n > 4096) o.ctx = n;
-    if (engine_init(&e, m, o.ctx ? o.ctx : 0, 1, 256, o.kv_dtype)) {
+    if (engine_init(&e, m, o.ctx ? o.ctx : 0, 1, o.chunk, o.kv_dtype)) {
         fprintf(stderr, "dotlm logits: %s\n", dl_errmsg());
         goto done_model;
     }

@@ -172,7 +172,7 @@ int cmd_run(int argc, char **argv) {
     sampler smp;
     int V = model_vocab(m), nvalid = m->cfg.vocab;
     if (tk && tok_vocab_size(tk) < nvalid) nvalid = tok_vocab_size(tk);
-    if (!out_ids || engine_init(&e, m, ctx, 1, 256, o.kv_dtype)) {
+    if (!out_ids || engine_init(&e, m, ctx, 1, o.chunk, o.kv_dtype)) {
         fprintf(stderr, "dotlm run: %s\n", dl_errmsg());
         free(out_ids);
         goto done_model;

@@ -86,6 +86,11 @@ int cmd_serve(int argc, char **argv) {
             return 2;
         }
     }
+    if (o.chunk) {
+        fprintf(stderr, "dotlm serve: --prefill-chunk does not apply to the server; --step-tokens N "
+                        "sets the tokens of each forward step (decodes and prompt chunks)\n");
+        return 2;
+    }
     if (!o.model_dir) {
         fprintf(stderr, "dotlm serve: need MODEL_DIR\n");
         help(stderr);

@@ -23,6 +23,8 @@ void cli_common_help(FILE *f) {
             "  --fp8-activations P   weight-only (default) or declared: how FP8 checkpoints\n"
             "                        treat activations (see README)\n"
             "  --kv-dtype T          KV-cache precision: f32 (CPU default) or f16 (GPU default)\n"
+            "  --prefill-chunk N     prompt tokens per forward pass (default 256 on cpu, 2048\n"
+            "                        on GPUs; lower it if the GPU runs out of memory)\n"
             "  --disable LIST        switch named kernels back to their reference path\n"
             "                        (comma-separated, 'prefix*' allowed; also DOTLM_DISABLE)\n"
             "  --stats               print the kernel dispatch counters at the end\n");
@@ -63,6 +65,14 @@ int cli_common_opt(cli_model_opts *o, int argc, char **argv, int *i, const char 
         if (need_arg(argc, argv, *i, cmd)) return -1;
         if (parse_int(argv[++*i], &o->ctx) || o->ctx < 1) {
             fprintf(stderr, "dotlm %s: --ctx expects a positive integer\n", cmd);
+            return -1;
+        }
+        return 1;
+    }
+    if (!strcmp(a, "--prefill-chunk")) {
+        if (need_arg(argc, argv, *i, cmd)) return -1;
+        if (parse_int(argv[++*i], &o->chunk) || o->chunk < 1 || o->chunk > 65536) {
+            fprintf(stderr, "dotlm %s: --prefill-chunk expects an integer in 1..65536\n", cmd);
             return -1;
         }
         return 1;

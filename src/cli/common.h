@@ -13,6 +13,7 @@ typedef struct {
     int stats;             /* print kernel dispatch counters at exit */
     model_fp8_policy fp8_policy;
     dl_dtype kv_dtype;     /* KV-cache element type; DT_COUNT = backend default */
+    int chunk;             /* prompt tokens per forward; 0 = engine_chunk_default() */
 } cli_model_opts;
 
 /* Try to consume a shared option at argv[*i]; returns 1 if consumed, 0 if

@@ -7,6 +7,8 @@
 
 dl_dtype engine_kv_default(const dl_backend *be) { return strcmp(be->name, "cpu") ? DT_F16 : DT_F32; }
 
+int engine_chunk_default(const dl_backend *be) { return strcmp(be->name, "cpu") ? 2048 : 256; }
+
 int engine_init(engine *e, dl_model *m, int ctx, int max_seqs, int max_tok, dl_dtype kv_dtype) {
     memset(e, 0, sizeof *e);
     e->m = m;
@@ -15,7 +17,8 @@ int engine_init(engine *e, dl_model *m, int ctx, int max_seqs, int max_tok, dl_d
         return dl_err("--ctx %d exceeds the model's max_position_embeddings %d", ctx,
                       m->cfg.max_pos);
     if (max_seqs <= 0) max_seqs = 1;
-    if (max_tok <= 0) max_tok = 256;
+    if (max_tok <= 0) max_tok = engine_chunk_default(m->be);
+    if (max_tok > ctx) max_tok = ctx;
     e->ctx = ctx;
     e->max_tok = max_tok;
     const int bs = 16;
@@ -31,7 +34,7 @@ int engine_init(engine *e, dl_model *m, int ctx, int max_seqs, int max_tok, dl_d
     }
     /* page-locked on the GPUs: a decode step's logits row is copied in
      * ~30 us instead of ~120-180 (H200, bench/lab/d2h_lab.cu) */
-    e->logits = be_host_alloc(m->be, (size_t)max_tok * model_vocab(m) * sizeof(float));
+    e->logits = be_host_alloc(m->be, (size_t)model_vocab(m) * sizeof(float));
     if (!e->logits) {
         engine_free(e);
         return dl_err("out of memory for logits");
@@ -50,6 +53,7 @@ void engine_free(engine *e) {
 int engine_feed(engine *e, int slot, const int32_t *ids, int n, int pos0, float *out,
                 int all_logits) {
     int V = model_vocab(e->m);
+    if (all_logits && !out) return dl_err("engine_feed: all_logits needs an output buffer");
     if (pos0 + n > e->ctx)
         return dl_err("sequence of %d tokens is longer than the context (%d); raise --ctx",
                       pos0 + n, e->ctx);
@@ -69,7 +73,7 @@ int engine_feed(engine *e, int slot, const int32_t *ids, int n, int pos0, float 
         dl_batch b = {.ntok = c, .tokens = ids + s, .seq = seq, .pos = pos};
         int last_chunk = s + c == n;
         if (all_logits) {
-            rc = model_forward(&e->ws, &b, &e->kv.kv, rows, c, out ? out + (size_t)s * V : e->logits);
+            rc = model_forward(&e->ws, &b, &e->kv.kv, rows, c, out + (size_t)s * V);
         } else if (last_chunk) {
             int r = c - 1;
             rc = model_forward(&e->ws, &b, &e->kv.kv, &r, 1, out ? out : e->logits);

@@ -171,6 +171,11 @@ def main():
         expect_error("unknown option", ["run", d, *prompt, "--frobnicate"], "--frobnicate")
         expect_error("unknown backend", ["run", d, *prompt, "--backend", "tpu"], "tpu")
         expect_error("bad KV-cache type", ["run", d, *prompt, "--kv-dtype", "int4"], "--kv-dtype")
+        expect_error("zero prefill chunk", ["run", d, *prompt, "--prefill-chunk", "0"], "--prefill-chunk")
+        expect_error("non-numeric prefill chunk", ["logits", d, *prompt, "--prefill-chunk", "lots",
+                                                   "--out", os.path.join(td, "x.npy")], "--prefill-chunk")
+        expect_error("prefill chunk given to the server", ["serve", d, "--prefill-chunk", "64"],
+                     "--step-tokens")
         expect_error("unwritable output", ["logits", d, *prompt, "--out", "/nonexistent/dir/x.npy"],
                      "/nonexistent/dir/x.npy")
         expect_error("tokenize: broken JSON line", ["tokenize", os.path.join(ROOT, "assets", "tokenizers", "qwen3")],

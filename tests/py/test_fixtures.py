@@ -125,6 +125,20 @@ def main():
                 g16, _ = logits_of(d, prompt, list(extra) + ["--kv-dtype", "f16"])
                 if g16 is not None and g16.shape == want.shape:
                     print(f"NOTE {label}[f16 KV]: max |d| = {float(np.abs(g16 - want).max()):.2e}")
+            # the prompt in forwards of 5 tokens (--prefill-chunk): the CPU's dense
+            # forward is batch-invariant (same bits); linear-attention layers sum
+            # their chunked recurrence in chunk order, GPUs switch GEMV / GEMM
+            lt = cfg.get("layer_types") or cfg.get("text_config", {}).get("layer_types") or []
+            g5, r5 = logits_of(d, prompt, list(extra) + ["--prefill-chunk", "5"])
+            check(g5 is not None and g5.shape == want.shape,
+                  f"{label}[chunks of 5]: dotlm logits failed: {r5.stderr.strip()[-300:]}")
+            if g5 is not None and g5.shape == want.shape:
+                e5 = float(np.abs(g5 - want).max())
+                print(f"{label}[chunks of 5]: max |d| = {e5:.2e}")
+                if cond <= 1e-3:
+                    check(e5 <= tol, f"{label}[chunks of 5]: max |logit - ref| = {e5:.3e} > {tol}")
+                if not GPU and "linear_attention" not in lt:
+                    check(np.array_equal(g5, got), f"{label}: logits differ between one forward and chunks of 5")
             counts = stats_counts(r.stderr)
             if scheme and not GPU:
                 fast = [k for k, v in counts.items() if v > 0 and "qmm" in k and not k.endswith(".ref")]
@@ -146,18 +160,24 @@ def main():
             if greedy is not None:
                 ids, r3 = greedy_of(d, prompt, extra)
                 check(ids == greedy, f"{label}: greedy ids {ids} != transformers {greedy} {r3.stderr[-300:] if ids is None else ''}")
-            # longer prompts (>= 300 tokens: several prefill chunks) for float / weight-only
+            # longer prompts (>= 300 tokens) for float / weight-only: in the
+            # default prefill chunk (one forward on GPUs, 256 tokens on the
+            # CPU) and in forwards of 128 tokens (--prefill-chunk)
             if pol in (None, "weight-only") and scheme != "int8":
                 for case in ref.get("extra_cases", []):
                     w2 = np.load(os.path.join(d, case["logits"]))
-                    g2, r4 = logits_of(d, case["prompt"], extra)
-                    lab2 = f"{label}[{len(case['prompt'])} tokens]"
-                    check(g2 is not None and g2.shape == w2.shape,
-                          f"{lab2}: dotlm logits failed or wrong shape: {r4.stderr[-300:]}")
-                    if g2 is not None and g2.shape == w2.shape:
-                        e2 = float(np.abs(g2 - w2).max())
-                        print(f"{lab2}: max |d| = {e2:.2e} (tol {tol:g})")
-                        check(e2 <= tol, f"{lab2}: max |logit - ref| = {e2:.3e} > {tol}")
+                    by_chunk = []
+                    for ch in ([], ["--prefill-chunk", "128"]):
+                        g2, r4 = logits_of(d, case["prompt"], list(extra) + ch)
+                        lab2 = f"{label}[{len(case['prompt'])} tokens{', chunks of 128' if ch else ''}]"
+                        check(g2 is not None and g2.shape == w2.shape,
+                              f"{lab2}: dotlm logits failed or wrong shape: {r4.stderr[-300:]}")
+                        if g2 is not None and g2.shape == w2.shape:
+                            e2 = float(np.abs(g2 - w2).max())
+                            print(f"{lab2}: max |d| = {e2:.2e} (tol {tol:g})")
+                            check(e2 <= tol, f"{lab2}: max |logit - ref| = {e2:.3e} > {tol}")
+                            by_chunk.append(g2)
+
                     ids2, _ = greedy_of(d, case["prompt"], extra)
                     check(ids2 == case["greedy"], f"{lab2}: greedy ids {ids2} != transformers {case['greedy']}")
     print(f"test_fixtures: {passed} passed, {failed} failed, {skipped} skipped")
