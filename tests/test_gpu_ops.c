@@ -389,9 +389,11 @@ static int32_t *shuffled(int n) {
 }
 
 /* Which attention kernel the dispatch picks: split for decode-sized batches
- * whose K/V rows are 16-byte vectors, else tiled. */
+ * whose K/V rows are 16-byte vectors, else register tiles at head_dim 64 /
+ * 128 (the tests' buffers are aligned), else tiled. */
 static const char *attn_kernel(int nt, int hd, dl_dtype dt) {
-    return nt <= 8 && (hd * (int)dt_size(dt)) % 16 == 0 ? GN ".attention.split" : GN ".attention.tiled";
+    if (nt <= 8 && (hd * (int)dt_size(dt)) % 16 == 0) return GN ".attention.split";
+    return hd == 64 || hd == 128 ? GN ".attention.prefill" : GN ".attention.tiled";
 }
 
 /* Writes the batch's k/v on both backends and runs attention on both: oc
@@ -431,12 +433,18 @@ static void attn_both(cache *cc, cache *cg, const dl_batch *b, int nh, const flo
     free(o2);
 }
 
-/* GPU attention with the split kernel switched off (tiled kernel). */
-static void attn_tiled(cache *cg, int nh, int nt, float *dq, float *dout, float *og) {
+/* GPU attention with the split kernel switched off: the register-tile
+ * kernel where the shape takes it (pf = 1), the tiled kernel (pf = 0, or
+ * any shape it does not take); checks which one was counted. */
+static void attn_tiled(cache *cg, int nh, int nt, float *dq, float *dout, float *og, int pf) {
     const int hd = cg->kv.head_dim;
     kreg_disable(GN ".attention.split");
+    if (!pf) kreg_disable(GN ".attention.prefill");
+    kreg_reset_counts();
     gpu->attention(gpu, dout, dq, &cg->kv, 0, nh, 1.0f / sqrtf((float)hd));
     dget(og, dout, (size_t)nt * nh * hd);
+    const char *kn = pf && (hd == 64 || hd == 128) ? GN ".attention.prefill" : GN ".attention.tiled";
+    CHECKF(kreg_count(kn) == 1, "%s not used with the split kernel off (pf=%d hd=%d)", kn, pf, hd);
     kreg_reset_switches();
 }
 
@@ -667,9 +675,10 @@ static void test_attention(int nh, int nkv, int hd, dl_dtype dt) {
         attn_both(&cc, &cg, &b, nh, q, k, v, dq, dk, dv, dout, oc, og);
         double e = tu_max_rel(og, oc, nt * qw);
         CHECKF(e <= 2e-5, "attention nh=%d nkv=%d hd=%d %s ntok=%d rel %.3g", nh, nkv, hd, dt_name(dt), nt, e);
-        if (nt <= 8) { /* tiled kernel on the same decode batch */
-            attn_tiled(&cg, nh, nt, dq, dout, og);
-            CHECKF(tu_max_rel(og, oc, nt * qw) <= 2e-5, "tiled attention on decode batch");
+        for (int pf = 0; pf < 2; pf++) { /* the prefill kernels on the same batch */
+            attn_tiled(&cg, nh, nt, dq, dout, og, pf);
+            CHECKF(tu_max_rel(og, oc, nt * qw) <= 2e-5, "%s attention on a batch of %d (hd=%d %s)",
+                   pf ? "register-tile" : "tiled", nt, hd, dt_name(dt));
         }
         gpu->free(gpu, dq), gpu->free(gpu, dk), gpu->free(gpu, dv), gpu->free(gpu, dout);
         free(q), free(k), free(v), free(oc), free(og);
@@ -776,12 +785,70 @@ static void test_attention_long(int nh, int nkv, int hd, dl_dtype dt) {
                        "split attention: row %d differs between batches (hd=%d %s batch %d)", r, hd, dt_name(dt), bi);
             }
         }
-        attn_tiled(&cg, nh, nt, dq, dout, og);
-        e = tu_max_rel(og, oc, nt * qw);
-        CHECKF(e <= 2e-5, "long tiled attention nh=%d hd=%d %s batch %d rel %.3g", nh, hd, dt_name(dt), bi, e);
+        for (int pf = 0; pf < 2; pf++) {
+            attn_tiled(&cg, nh, nt, dq, dout, og, pf);
+            e = tu_max_rel(og, oc, nt * qw);
+            CHECKF(e <= 2e-5, "long %s attention nh=%d hd=%d %s batch %d rel %.3g", pf ? "register-tile" : "tiled",
+                   nh, hd, dt_name(dt), bi, e);
+        }
     }
     gpu->free(gpu, dq), gpu->free(gpu, dk), gpu->free(gpu, dv), gpu->free(gpu, dout);
     free(RQ), free(RK), free(RV), free(first), free(q), free(k), free(v), free(oc), free(og);
+    cache_free(&cg, gpu), cache_free(&cc, cpu);
+}
+
+/* Prompt batches through the register-tile kernel (cuda.attention.prefill).
+ * History: seq 0 positions 0..H-1 (one kv_write batch). The batch: C0
+ * tokens of seq 0 at H.., then C1 tokens of seq 1 at 0.. (a block holds
+ * rows of both where they meet; keys past a row's position inside a
+ * tile). Against the CPU within 2e-5 (its own summation order), counted
+ * once, bitwise the same on a second run, every row bitwise the same when
+ * the batch is cut in two (another block composition), and the tiled
+ * kernel with the switch off (not counted, within 2e-5). */
+static void test_attention_prefill(int nh, int nkv, int hd, dl_dtype dt, int H, int C0, int C1) {
+    const int BS = 16, nt = C0 + C1, mbps = (H + C0 + BS - 1) / BS + 1, nblocks = 2 * mbps;
+    int32_t *perm = shuffled(nblocks);
+    cache cc, cg;
+    cache_init(&cc, cpu, nkv, hd, dt, BS, nblocks, 2, mbps, perm);
+    cache_init(&cg, gpu, nkv, hd, dt, BS, nblocks, 2, mbps, perm);
+    free(perm);
+    const int hist[2] = {H, 0};
+    cache *const gl[1] = {&cg};
+    if (H) write_history(&cc, gl, 1, hist, 1);
+    const size_t kw = (size_t)nkv * hd, qw = (size_t)nh * hd;
+    int32_t *tok = calloc(nt, 4), *seq = malloc(nt * 4), *pos = malloc(nt * 4);
+    for (int i = 0; i < nt; i++) seq[i] = i < C0 ? 0 : 1, pos[i] = i < C0 ? H + i : i - C0;
+    float *q = malloc(nt * qw * 4), *k = malloc(nt * kw * 4), *v = malloc(nt * kw * 4);
+    float *oc = malloc(nt * qw * 4), *og = malloc(nt * qw * 4), *o2 = malloc(nt * qw * 4);
+    fill(q, nt * qw, 3.0f), fill(k, nt * kw, 1.0f), fill(v, nt * kw, 1.0f);
+    float *dq = dput(q, nt * qw), *dk = dput(k, nt * kw), *dv = dput(v, nt * kw);
+    float *dout = gpu->alloc(gpu, nt * qw * 4);
+    dl_batch b = {nt, tok, seq, pos};
+    attn_both(&cc, &cg, &b, nh, q, k, v, dq, dk, dv, dout, oc, og); /* counts, determinism */
+    double e = tu_max_rel(og, oc, nt * qw);
+    CHECKF(e <= 2e-5, "prefill attention nh=%d nkv=%d hd=%d %s H=%d C=%d+%d rel %.3g", nh, nkv, hd, dt_name(dt), H,
+           C0, C1, e);
+    /* the batch in two parts (cache rows already written): the same bits per row */
+    const int cut = C0 / 2 + 1;
+    const int part[2][2] = {{0, cut}, {cut, nt}};
+    int same = 1;
+    for (int pi = 0; pi < 2; pi++) {
+        const int r0 = part[pi][0], n = part[pi][1] - part[pi][0];
+        dl_batch bp = {n, tok + r0, seq + r0, pos + r0};
+        CHECK(gpu->begin(gpu, &bp, &cg.kv) == 0);
+        kreg_reset_counts();
+        gpu->attention(gpu, dout, dq + (size_t)r0 * qw, &cg.kv, 0, nh, 1.0f / sqrtf((float)hd));
+        dget(o2, dout, n * qw);
+        if (n > 8) CHECKF(kreg_count(GN ".attention.prefill") == 1, "prefill kernel not used on a part of %d", n);
+        if (n > 8) same &= !memcmp(o2, og + (size_t)r0 * qw, n * qw * 4);
+    }
+    CHECKF(same, "prefill attention: a row's bits depend on the batch (hd=%d %s H=%d)", hd, dt_name(dt), H);
+    CHECK(gpu->begin(gpu, &b, &cg.kv) == 0);
+    attn_tiled(&cg, nh, nt, dq, dout, o2, 0);
+    e = tu_max_rel(o2, oc, nt * qw);
+    CHECKF(e <= 2e-5, "tiled attention nh=%d hd=%d %s H=%d rel %.3g", nh, hd, dt_name(dt), H, e);
+    gpu->free(gpu, dq), gpu->free(gpu, dk), gpu->free(gpu, dv), gpu->free(gpu, dout);
+    free(tok), free(seq), free(pos), free(q), free(k), free(v), free(oc), free(og), free(o2);
     cache_free(&cg, gpu), cache_free(&cc, cpu);
 }
 
@@ -1117,6 +1184,16 @@ int main(void) {
             test_attention_long(lc[i].nh, lc[i].nkv, lc[i].hd, lc[i].dt);
     }
     ATTN_SEG_SET(0); /* the default */
+    /* prompt batches: nh, nkv, hd, KV dtype, history, chunk of seq 0, chunk of seq 1 (Qwen3-8B; G = 1
+     * and 8; head_dim 64; fp32 KV; an empty history) */
+    static const struct {
+        int nh, nkv, hd;
+        dl_dtype dt;
+        int H, C0, C1;
+    } pc[] = {{32, 8, 128, DT_F16, 1000, 150, 70}, {32, 8, 128, DT_F32, 300, 77, 9}, {8, 8, 64, DT_F16, 0, 200, 33},
+              {16, 2, 64, DT_F32, 129, 64, 1},     {8, 1, 128, DT_F16, 65, 40, 25}};
+    for (int i = 0; i < (int)(sizeof pc / sizeof pc[0]); i++)
+        test_attention_prefill(pc[i].nh, pc[i].nkv, pc[i].hd, pc[i].dt, pc[i].H, pc[i].C0, pc[i].C1);
     /* nh, nkv, hd, KV dtype, block size: Qwen3-8B (G = 4), G = 8 and 1, head_dim 64 / 256, shapes the
      * key-lane kernel does not take (fp32 KV, head_dim 96) */
     static const struct {

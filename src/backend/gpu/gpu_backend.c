@@ -72,6 +72,9 @@ static kreg_kernel K_ATT_KL =
                                           "per block (grids of >= 4096 positions; DOTLM_GPU_ATTN_KL=0 or this "
                                           "switch: the split kernel; its own summation order)");
 static kreg_kernel K_ATT_TILED = KREG_KERNEL(KN("attention.tiled"), "tiled causal GQA attention");
+static kreg_kernel K_ATT_PF =
+    KREG_KERNEL(KN("attention.prefill"), "causal GQA attention in register tiles for prompt batches (head_dim "
+                                         "64 / 128; this switch: the tiled kernel; its own summation order)");
 static kreg_kernel K_EMBED = KREG_KERNEL(KN("embed"), "");
 static kreg_kernel K_RMS = KREG_KERNEL(KN("rmsnorm"), "");
 static kreg_kernel K_ROPE = KREG_KERNEL(KN("rope"), "");
@@ -957,7 +960,8 @@ static void att_split(gpu_impl *g, float *out, const float *q, gk_attn *a, const
 /* out[ntok, nh * hd] = causal GQA attention of q over the cache positions
  * [0, pos] of each row's sequence (see k_attention.cu). ntok <= 8 and K/V
  * rows of 16-byte vectors: split-KV decode (workspace g->wsa grown to
- * gk_attn_split_ws bytes, which depends on g->maxlen); else tiled. */
+ * gk_attn_split_ws bytes, which depends on g->maxlen); else register tiles
+ * (k_attn_pf.cu) where the shape fits them, else tiled. */
 static void gpu_attention(dl_backend *be, float *out, const float *q, const dl_kvcache *kv, int layer, int nh,
                           float scale) {
     gpu_impl *g = IMPL(be);
@@ -972,6 +976,10 @@ static void gpu_attention(dl_backend *be, float *out, const float *q, const dl_k
      * are not 16-byte vectors, and larger batches: tiled */
     if (g->ntok <= GEMV_MAX_M && gk_attn_split_ok(&a) && kreg_enabled(&K_ATT_SPLIT)) {
         att_split(g, out, q, &a, NULL);
+        return;
+    }
+    if (gk_attn_pf_ok(&a, q, out) && use(g, &K_ATT_PF)) {
+        TIMED(g, &K_ATT_PF, gk_attn_pf(g->stream, out, q, &a));
         return;
     }
     LAUNCH(g, &K_ATT_TILED, gk_attn_tiled(g->stream, out, q, &a));

@@ -324,6 +324,13 @@ void gk_attn_kl_set(int mode, int minlen);
 void gk_attn_combine(void *s, float *out, const float *w, const gk_attn *a, int nseg);
 /* Tiled causal GQA (prefill; also valid for any batch). */
 void gk_attn_tiled(void *s, float *out, const float *q, const gk_attn *a);
+/* Causal GQA in register tiles (k_attn_pf.cu, cuda.attention.prefill; any
+ * batch): 32 query vectors of one KV head per block, keys in tiles of 64
+ * from position 0, fp32 scores and softmax. Its own summation order, a
+ * function of the row alone. gk_attn_pf_ok: head_dim 64 or 128, 16-byte
+ * aligned caches, q and out. */
+int gk_attn_pf_ok(const gk_attn *a, const float *q, const float *out);
+void gk_attn_pf(void *s, float *out, const float *q, const gk_attn *a);
 int gk_attn_ok(int hd); /* hd <= 256 and even */
 
 /* ---- benchmarks (k_peak.cu) ---- */
