@@ -18,6 +18,7 @@
 #define PDL_SUPPORTED() gpurt_pdl_supported()
 #define ATTN_SEG_SET(n) gk_attn_seg_set(n)
 #define ATTN_KL_SET(m, n) gk_attn_kl_set(m, n)
+#define ATTN_PF_BQ_SET(n) gk_attn_pf_bq_set(n)
 #define ROW_SEG(p) gk_attn_row_seg(gk_attn_seg_get(), p)
 #define NSEG(ml) gk_attn_nseg(gk_attn_seg_get(), ml)
 #else
@@ -27,6 +28,7 @@
 #define GK_ATTN_CL_MAXSEG 16
 #define ATTN_SEG_SET(n) ((void)(n))
 #define ATTN_KL_SET(m, n) ((void)(m), (void)(n))
+#define ATTN_PF_BQ_SET(n) ((void)(n), 0)
 #define ROW_SEG(p) ((void)(p), 64)
 #define NSEG(ml) ((ml) / 64)
 #endif
@@ -844,6 +846,13 @@ static void test_attention_prefill(int nh, int nkv, int hd, dl_dtype dt, int H, 
     }
     CHECKF(same, "prefill attention: a row's bits depend on the batch (hd=%d %s H=%d)", hd, dt_name(dt), H);
     CHECK(gpu->begin(gpu, &b, &cg.kv) == 0);
+    /* 32 query vectors per block (HIP's size; CUDA takes 64): the same bits */
+    const int bq0 = ATTN_PF_BQ_SET(32);
+    gpu->attention(gpu, dout, dq, &cg.kv, 0, nh, 1.0f / sqrtf((float)hd));
+    dget(o2, dout, nt * qw);
+    (void)ATTN_PF_BQ_SET(bq0);
+    CHECKF(!memcmp(o2, og, nt * qw * 4), "prefill attention: 32 and %d vectors per block differ (hd=%d %s H=%d)", bq0,
+           hd, dt_name(dt), H);
     attn_tiled(&cg, nh, nt, dq, dout, o2, 0);
     e = tu_max_rel(o2, oc, nt * qw);
     CHECKF(e <= 2e-5, "tiled attention nh=%d hd=%d %s H=%d rel %.3g", nh, hd, dt_name(dt), H, e);

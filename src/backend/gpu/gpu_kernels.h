@@ -331,6 +331,10 @@ void gk_attn_tiled(void *s, float *out, const float *q, const gk_attn *a);
  * aligned caches, q and out. */
 int gk_attn_pf_ok(const gk_attn *a, const float *q, const float *out);
 void gk_attn_pf(void *s, float *out, const float *q, const gk_attn *a);
+/* Query vectors per gk_attn_pf block for later launches: 32, or 64 (CUDA;
+ * its default); anything else restores the default. Same bits either way.
+ * Returns the previous value. Env: DOTLM_GPU_ATTN_PF_BQ (read once). */
+int gk_attn_pf_bq_set(int bq);
 int gk_attn_ok(int hd); /* hd <= 256 and even */
 
 /* ---- benchmarks (k_peak.cu) ---- */

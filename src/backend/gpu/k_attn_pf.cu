@@ -6,8 +6,9 @@
  * 256-token forwards) one launch took 2.25 ms, ~7.6 TFLOP/s, with the L1 /
  * shared pipe 83% busy (H200, 2026-12-01, bench/h200-2026-12-01h/run4).
  *
- * Here a block takes PF_BQ = 32 query vectors (vector = token x head of the
- * GQA group, as dl_k_attn numbers them) of one KV head, and walks the keys
+ * Here a block takes BQ = 64 (CUDA; 32 on HIP) query vectors (vector =
+ * token x head of the GQA group, as dl_k_attn numbers them) of one KV head,
+ * 4 x BQ threads, and walks the keys
  * of each sequence among its rows in tiles of PF_BK = 64 positions from 0:
  *   scores: thread (qg = tid / 16, kg = tid % 16) computes the 4 x 4 tile
  *     of queries 4 qg .. 4 qg + 3 and keys kg + 16 j (j < 4): per 4 dims it
@@ -32,22 +33,29 @@
  *
  * Shapes: head_dim 64 or 128, K/V rows in 16-byte vectors (f16 or f32),
  * 16-byte aligned caches, q and out (gk_attn_pf_ok); others take dl_k_attn.
- * Shared memory: 59.9 KB at head_dim 128 (under gfx906's 64 KB). The blocks
- * of the latest tokens (most keys) are launched first. */
+ * Shared memory at head_dim 128: 85 KB (BQ = 64: 2 blocks of 8 warps per
+ * H200 SM at <= 128 registers) or 59.9 KB (BQ = 32, under gfx906's 64 KB).
+ * The blocks of the latest tokens (most keys) are launched first. */
 #include <math.h>
+#include <stdlib.h>
 
 #include "gpu_common.cuh"
 
-#define PF_BQ 32  /* query vectors per block */
 #define PF_BK 64  /* keys per tile */
-#define PF_T 128  /* threads per block */
 #define PF_QG 16  /* consecutive threads sharing a query quad */
-#define PF_PS (PF_BQ + 4) /* row stride of the transposed weights */
 #define PF_LOG2E 1.4426950408889634f
+/* Query vectors per block: 64 (256 threads, 85 KB of shared memory at
+ * head_dim 128) on CUDA; 32 (128 threads, 59.9 KB) on HIP, under gfx906's
+ * 64 KB per workgroup. */
+#ifdef __HIPCC__
+#define PF_BQ_DEF 32
+#else
+#define PF_BQ_DEF 64
+#endif
 
-static size_t pf_smem(int hd) {
+static size_t pf_smem(int hd, int bq) {
     const size_t st = (size_t)hd + 4;
-    return ((size_t)PF_BQ * st + (size_t)PF_BK * st + (size_t)PF_BK * PF_PS) * sizeof(float);
+    return ((size_t)bq * st + (size_t)PF_BK * st + (size_t)PF_BK * (bq + 4)) * sizeof(float);
 }
 
 /* Max and sum over the 16 threads of a query quad (xor butterflies inside
@@ -67,15 +75,15 @@ static __device__ __forceinline__ float pf_sum16(float v) {
  * k0 .. k0 + nc - 1 of sequence S, KV head g; rows past nc or on an
  * unmapped page are zeros. Consecutive threads read consecutive 16-byte
  * chunks of a row; every thread issues all its loads before converting. */
-template <int KF16, int HD>
+template <int KF16, int HD, int T>
 static __device__ __forceinline__ void pf_tile(float *dst, const void *src, const gk_attn &a, int S, int k0, int nc,
                                                int g) {
-    constexpr int VE = KF16 ? 8 : 4, NCH = HD / VE, ST = HD + 4, NL = PF_BK * NCH / PF_T;
+    constexpr int VE = KF16 ? 8 : 4, NCH = HD / VE, ST = HD + 4, NL = PF_BK * NCH / T;
     const int64_t width = (int64_t)a.nkv * HD;
     uint4 r[NL];
 #pragma unroll
     for (int u = 0; u < NL; u++) {
-        const int e = threadIdx.x + u * PF_T, c = e / NCH, j = e % NCH;
+        const int e = threadIdx.x + u * T, c = e / NCH, j = e % NCH;
         r[u] = make_uint4(0, 0, 0, 0);
         if (c < nc) {
             const int p = k0 + c;
@@ -88,7 +96,7 @@ static __device__ __forceinline__ void pf_tile(float *dst, const void *src, cons
     }
 #pragma unroll
     for (int u = 0; u < NL; u++) {
-        const int e = threadIdx.x + u * PF_T, c = e / NCH, j = e % NCH;
+        const int e = threadIdx.x + u * T, c = e / NCH, j = e % NCH;
         float f[VE];
         dl_wt<KF16 ? DT_F16 : DT_F32>::cvt16(r[u], f, nullptr);
 #pragma unroll
@@ -99,19 +107,21 @@ static __device__ __forceinline__ void pf_tile(float *dst, const void *src, cons
 
 /* out [ntok * nh][HD] for the query vectors of block x (reversed: the last
  * vectors first) and KV head blockIdx.y; q [ntok * nh][HD]. */
-template <int KF16, int NH>
-__global__ void __launch_bounds__(PF_T) dl_k_attn_pf(float *__restrict__ out, const float *__restrict__ q, gk_attn a) {
+template <int KF16, int NH, int BQ>
+__global__ void __launch_bounds__(4 * BQ, BQ == 64 ? 2 : 1)
+    dl_k_attn_pf(float *__restrict__ out, const float *__restrict__ q, gk_attn a) {
     dl_pdl_enter();
     constexpr int HD = 64 * NH, ST = HD + 4, ND = 4 * NH; /* ND: output dims per thread and query */
+    constexpr int T = 4 * BQ, PS = BQ + 4;   /* threads; row stride of the transposed weights */
     extern __shared__ float4 pf_smem4[];
-    float *sq = (float *)pf_smem4;   /* [PF_BQ][ST] queries * scale * log2(e) */
-    float *skv = sq + PF_BQ * ST;    /* [PF_BK][ST] the K tile, then the V tile */
-    float *spt = skv + PF_BK * ST;   /* [PF_BK][PF_PS] weights, key-major */
-    __shared__ int rt[PF_BQ], rh[PF_BQ], rpos[PF_BQ], rseq[PF_BQ];
+    float *sq = (float *)pf_smem4;   /* [BQ][ST] queries * scale * log2(e) */
+    float *skv = sq + BQ * ST;    /* [PF_BK][ST] the K tile, then the V tile */
+    float *spt = skv + PF_BK * ST;   /* [PF_BK][PS] weights, key-major */
+    __shared__ int rt[BQ], rh[BQ], rpos[BQ], rseq[BQ];
     const int tid = threadIdx.x, qg = tid / PF_QG, kg = tid % PF_QG;
     const int G = a.nh / a.nkv, g = blockIdx.y;
-    const int64_t v0 = (int64_t)(gridDim.x - 1 - blockIdx.x) * PF_BQ, nvec = (int64_t)a.ntok * G;
-    if (tid < PF_BQ) {
+    const int64_t v0 = (int64_t)(gridDim.x - 1 - blockIdx.x) * BQ, nvec = (int64_t)a.ntok * G;
+    if (tid < BQ) {
         const int64_t v = v0 + tid;
         const bool ok = v < nvec;
         const int t = ok ? (int)(v / G) : 0;
@@ -122,7 +132,7 @@ __global__ void __launch_bounds__(PF_T) dl_k_attn_pf(float *__restrict__ out, co
     }
     __syncthreads();
     const float qs = a.scale * PF_LOG2E;
-    for (int e = tid; e < PF_BQ * (HD / 4); e += PF_T) {
+    for (int e = tid; e < BQ * (HD / 4); e += T) {
         const int r = e / (HD / 4), c = e % (HD / 4);
         float4 f = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         if (rpos[r] >= 0) f = *(const float4 *)(q + ((int64_t)rt[r] * a.nh + rh[r]) * HD + c * 4);
@@ -137,14 +147,14 @@ __global__ void __launch_bounds__(PF_T) dl_k_attn_pf(float *__restrict__ out, co
 #pragma unroll
         for (int d = 0; d < ND; d++) o[i][d] = 0.0f;
     }
-    for (int i0 = 0; i0 < PF_BQ; i0++) {
+    for (int i0 = 0; i0 < BQ; i0++) {
         const int S = rseq[i0];
         if (S < 0) continue;
         bool first = true;
-        for (int i = 0; i < i0; i++) first &= rseq[i] != S;
+        for (int i = 0; i < i0 && first; i++) first = rseq[i] != S;
         if (!first) continue;
         int hi = 0;
-        for (int i = i0; i < PF_BQ; i++)
+        for (int i = i0; i < BQ; i++)
             if (rseq[i] == S && rpos[i] + 1 > hi) hi = rpos[i] + 1;
         int mp[4]; /* this thread's rows' positions in sequence S, else -1 */
 #pragma unroll
@@ -152,14 +162,14 @@ __global__ void __launch_bounds__(PF_T) dl_k_attn_pf(float *__restrict__ out, co
         for (int k0 = 0; k0 < hi; k0 += PF_BK) {
             const int nc = min(PF_BK, hi - k0);
             __syncthreads(); /* the previous tile's readers of skv / spt are done (and sq is staged) */
-            pf_tile<KF16, HD>(skv, a.kc, a, S, k0, nc, g);
+            pf_tile<KF16, HD, T>(skv, a.kc, a, S, k0, nc, g);
             __syncthreads();
             float s[4][4];
 #pragma unroll
             for (int i = 0; i < 4; i++)
 #pragma unroll
                 for (int j = 0; j < 4; j++) s[i][j] = 0.0f;
-#pragma unroll 4
+#pragma unroll 1
             for (int d = 0; d < HD; d += 4) {
                 float4 qf[4], kf[4];
 #pragma unroll
@@ -201,12 +211,12 @@ __global__ void __launch_bounds__(PF_T) dl_k_attn_pf(float *__restrict__ out, co
             }
 #pragma unroll
             for (int j = 0; j < 4; j++)
-                *(float4 *)(spt + (kg + 16 * j) * PF_PS + qg * 4) = make_float4(s[0][j], s[1][j], s[2][j], s[3][j]);
+                *(float4 *)(spt + (kg + 16 * j) * PS + qg * 4) = make_float4(s[0][j], s[1][j], s[2][j], s[3][j]);
             __syncthreads(); /* every K read done, the weights visible */
-            pf_tile<KF16, HD>(skv, a.vc, a, S, k0, nc, g);
+            pf_tile<KF16, HD, T>(skv, a.vc, a, S, k0, nc, g);
             __syncthreads();
             for (int c = 0; c < nc; c++) {
-                const float4 pf = *(const float4 *)(spt + c * PF_PS + qg * 4);
+                const float4 pf = *(const float4 *)(spt + c * PS + qg * 4);
                 const float pw[4] = {pf.x, pf.y, pf.z, pf.w};
 #pragma unroll
                 for (int h = 0; h < NH; h++) {
@@ -241,18 +251,45 @@ extern "C" int gk_attn_pf_ok(const gk_attn *a, const float *q, const float *out)
     return ((((uintptr_t)a->kc) | ((uintptr_t)a->vc) | ((uintptr_t)q) | ((uintptr_t)out)) & 15) == 0;
 }
 
-template <int KF16, int NH>
-static void pf_launch(cudaStream_t st, float *out, const float *q, const gk_attn *a) {
+template <int KF16, int NH, int BQ>
+static void pf_launch_bq(cudaStream_t st, float *out, const float *q, const gk_attn *a) {
     static bool attr_set;
-    const size_t sm = pf_smem(64 * NH);
+    const size_t sm = pf_smem(64 * NH, BQ);
     if (!attr_set) {
-        (void)cudaFuncSetAttribute((const void *)dl_k_attn_pf<KF16, NH>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        (void)cudaFuncSetAttribute((const void *)dl_k_attn_pf<KF16, NH, BQ>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    (int)sm);
         attr_set = true;
     }
     const int G = a->nh / a->nkv;
-    dim3 grid((unsigned)DL_CDIV((int64_t)a->ntok * G, PF_BQ), (unsigned)a->nkv);
-    dl_launch(dl_k_attn_pf<KF16, NH>, grid, dim3(PF_T), sm, st, out, q, *a);
+    dim3 grid((unsigned)DL_CDIV((int64_t)a->ntok * G, BQ), (unsigned)a->nkv);
+    dl_launch(dl_k_attn_pf<KF16, NH, BQ>, grid, dim3(4 * BQ), sm, st, out, q, *a);
+}
+
+/* Query vectors per block: 0 = not yet read (DOTLM_GPU_ATTN_PF_BQ=32|64, an
+ * experiment switch read once; CUDA only), else 32 or 64. Every row gets
+ * the same bits either way: its tiles, chains and butterflies do not
+ * depend on the block's other rows. */
+static int g_pf_bq;
+
+extern "C" int gk_attn_pf_bq_set(int bq) {
+    const int old = g_pf_bq ? g_pf_bq : PF_BQ_DEF;
+    g_pf_bq = bq == 32 || (bq == 64 && PF_BQ_DEF == 64) ? bq : PF_BQ_DEF;
+    return old;
+}
+
+template <int KF16, int NH>
+static void pf_launch(cudaStream_t st, float *out, const float *q, const gk_attn *a) {
+    if (!g_pf_bq) {
+        const char *e = getenv("DOTLM_GPU_ATTN_PF_BQ");
+        (void)gk_attn_pf_bq_set(e ? atoi(e) : 0);
+    }
+#if PF_BQ_DEF == 64
+    if (g_pf_bq == 64) {
+        pf_launch_bq<KF16, NH, 64>(st, out, q, a);
+        return;
+    }
+#endif
+    pf_launch_bq<KF16, NH, 32>(st, out, q, a);
 }
 
 extern "C" void gk_attn_pf(void *s, float *out, const float *q, const gk_attn *a) {
