@@ -727,76 +727,113 @@ static void pick_rows(int nt, const int *rows, const int32_t *rseq, const int32_
     }
 }
 
-/* Long contexts, several sequences at different lengths in one batch.
- * History (one kv_write batch): seq 0 positions 0..3099, seq 1 0..999,
- * seq 2 0..63, seq 3 empty; block size 24 (pages cross the 64-position
- * segments), shuffled blocks. Rows (seq, pos) with fixed q/k/v:
+/* The long-history rig of test_attention_long and test_attention_kl. History
+ * (one kv_write batch): seq 0 positions 0..3099, seq 1 0..999, seq 2 0..63,
+ * seq 3 empty, in a CPU and a GPU cache of block size bs (shuffled blocks).
+ * Rows (seq, pos) with fixed random q/k/v:
  *   0: (0, 3100)  1: (1, 1000)  2: (1, 1001)  3: (1, 1002)  4: (2, 64)
  *   5: (3, 0)     6..8: (3, 1..3)
+ * Host and device buffers hold a batch of up to LH_NR rows; first / have
+ * keep each row's first output (lh_same_rows). */
+enum { LH_NS = 4, LH_NR = 9 };
+typedef struct {
+    int nh, hd;
+    size_t kw, qw;
+    cache cc, cg;
+    float *RQ, *RK, *RV, *first, *q, *k, *v, *oc, *og, *o2, *dq, *dk, *dv, *dout;
+    int have[LH_NR];
+    int32_t tok[LH_NR], seq[LH_NR], pos[LH_NR];
+} longh;
+
+static void lh_init(longh *h, int nh, int nkv, int hd, dl_dtype dt, int bs) {
+    static const int hist[LH_NS] = {3100, 1000, 64, 0};
+    memset(h, 0, sizeof *h);
+    h->nh = nh, h->hd = hd;
+    const int mbps = (3100 + 8 + bs - 1) / bs, nblocks = LH_NS * mbps;
+    int32_t *perm = shuffled(nblocks);
+    cache_init(&h->cc, cpu, nkv, hd, dt, bs, nblocks, LH_NS, mbps, perm);
+    cache_init(&h->cg, gpu, nkv, hd, dt, bs, nblocks, LH_NS, mbps, perm);
+    free(perm);
+    const size_t kw = h->kw = (size_t)nkv * hd, qw = h->qw = (size_t)nh * hd;
+    cache *const gl[1] = {&h->cg};
+    write_history(&h->cc, gl, 1, hist, LH_NS);
+    h->RQ = malloc(LH_NR * qw * 4), h->RK = malloc(LH_NR * kw * 4), h->RV = malloc(LH_NR * kw * 4);
+    fill(h->RQ, LH_NR * qw, 4.0f), fill(h->RK, LH_NR * kw, 1.0f), fill(h->RV, LH_NR * kw, 1.0f);
+    h->first = malloc(LH_NR * qw * 4);
+    h->q = malloc(LH_NR * qw * 4), h->k = malloc(LH_NR * kw * 4), h->v = malloc(LH_NR * kw * 4);
+    h->oc = malloc(LH_NR * qw * 4), h->og = malloc(LH_NR * qw * 4), h->o2 = malloc(LH_NR * qw * 4);
+    h->dq = gpu->alloc(gpu, LH_NR * qw * 4), h->dk = gpu->alloc(gpu, LH_NR * kw * 4);
+    h->dv = gpu->alloc(gpu, LH_NR * kw * 4), h->dout = gpu->alloc(gpu, LH_NR * qw * 4);
+}
+
+/* The batch of rows rows[0 .. nt): their sequences, positions and q/k/v
+ * into h (host and device). */
+static dl_batch lh_batch(longh *h, int nt, const int *rows) {
+    static const int32_t rseq[LH_NR] = {0, 1, 1, 1, 2, 3, 3, 3, 3}, rpos[LH_NR] = {3100, 1000, 1001, 1002, 64, 0, 1, 2, 3};
+    pick_rows(nt, rows, rseq, rpos, h->RQ, h->RK, h->RV, h->qw, h->kw, h->seq, h->pos, h->q, h->k, h->v);
+    gpu->from_host(gpu, h->dq, h->q, nt * h->qw * 4);
+    gpu->from_host(gpu, h->dk, h->k, nt * h->kw * 4);
+    gpu->from_host(gpu, h->dv, h->v, nt * h->kw * 4);
+    dl_batch b = {nt, h->tok, h->seq, h->pos};
+    return b;
+}
+
+/* Every row of the batch rows[0 .. nt) (output in h->og) has the bits it
+ * had in the first batch that held it. */
+static void lh_same_rows(longh *h, int nt, const int *rows, const char *what, int bi) {
+    for (int i = 0; i < nt; i++) {
+        const int r = rows[i];
+        if (!h->have[r]) {
+            memcpy(h->first + r * h->qw, h->og + i * h->qw, h->qw * 4);
+            h->have[r] = 1;
+        } else {
+            CHECKF(!memcmp(h->first + r * h->qw, h->og + i * h->qw, h->qw * 4),
+                   "%s attention: row %d differs between batches (hd=%d %s batch %d)", what, r, h->hd,
+                   dt_name(h->cg.kv.dtype), bi);
+        }
+    }
+}
+
+static void lh_free(longh *h) {
+    gpu->free(gpu, h->dq), gpu->free(gpu, h->dk), gpu->free(gpu, h->dv), gpu->free(gpu, h->dout);
+    free(h->RQ), free(h->RK), free(h->RV), free(h->first), free(h->q), free(h->k), free(h->v);
+    free(h->oc), free(h->og), free(h->o2);
+    cache_free(&h->cg, gpu), cache_free(&h->cc, cpu);
+}
+
+/* Long contexts, several sequences at different lengths in one batch (the
+ * rig above, block size 24: pages cross the 64-position segments).
  * Batches: {0}, {0,1,4,5}, {1,2,3}, {5}, {4} (split), {0..8} (tiled).
  * Each against the CPU; split batches also with the tiled kernel and with
  * the fused combine on and off (bitwise equal, attn_fused_check); and a
  * row's split output is bitwise the same in every batch that holds it
  * (one segment vs many, direct write vs combine, other rows' lengths). */
 static void test_attention_long(int nh, int nkv, int hd, dl_dtype dt) {
-    enum { NS = 4, BS = 24, NR = 9, NB = 6 };
-    static const int hist[NS] = {3100, 1000, 64, 0};
-    static const int32_t rseq[NR] = {0, 1, 1, 1, 2, 3, 3, 3, 3}, rpos[NR] = {3100, 1000, 1001, 1002, 64, 0, 1, 2, 3};
+    enum { NB = 6 };
     static const int bn[NB] = {1, 4, 3, 1, 1, 9};
-    static const int brow[NB][NR] = {{0}, {0, 1, 4, 5}, {1, 2, 3}, {5}, {4}, {0, 1, 2, 3, 4, 5, 6, 7, 8}};
-    const int mbps = (3100 + 8 + BS - 1) / BS, nblocks = NS * mbps;
-    int32_t *perm = shuffled(nblocks);
-    cache cc, cg;
-    cache_init(&cc, cpu, nkv, hd, dt, BS, nblocks, NS, mbps, perm);
-    cache_init(&cg, gpu, nkv, hd, dt, BS, nblocks, NS, mbps, perm);
-    free(perm);
-    const size_t kw = (size_t)nkv * hd, qw = (size_t)nh * hd;
-    cache *const gl[1] = {&cg};
-    write_history(&cc, gl, 1, hist, NS);
-
-    float *RQ = malloc(NR * qw * 4), *RK = malloc(NR * kw * 4), *RV = malloc(NR * kw * 4);
-    fill(RQ, NR * qw, 4.0f), fill(RK, NR * kw, 1.0f), fill(RV, NR * kw, 1.0f);
-    float *first = malloc(NR * qw * 4); /* a row's first split output */
-    int have[NR] = {0};
-    float *q = malloc(NR * qw * 4), *k = malloc(NR * kw * 4), *v = malloc(NR * kw * 4);
-    float *oc = malloc(NR * qw * 4), *og = malloc(NR * qw * 4);
-    float *dq = gpu->alloc(gpu, NR * qw * 4), *dk = gpu->alloc(gpu, NR * kw * 4), *dv = gpu->alloc(gpu, NR * kw * 4);
-    float *dout = gpu->alloc(gpu, NR * qw * 4);
+    static const int brow[NB][LH_NR] = {{0}, {0, 1, 4, 5}, {1, 2, 3}, {5}, {4}, {0, 1, 2, 3, 4, 5, 6, 7, 8}};
+    longh h;
+    lh_init(&h, nh, nkv, hd, dt, 24);
+    const size_t qw = h.qw;
     for (int bi = 0; bi < NB; bi++) {
         const int nt = bn[bi];
-        int32_t tok[NR] = {0}, seq[NR], pos[NR];
-        pick_rows(nt, brow[bi], rseq, rpos, RQ, RK, RV, qw, kw, seq, pos, q, k, v);
-        gpu->from_host(gpu, dq, q, nt * qw * 4);
-        gpu->from_host(gpu, dk, k, nt * kw * 4);
-        gpu->from_host(gpu, dv, v, nt * kw * 4);
-        dl_batch b = {nt, tok, seq, pos};
-        attn_both(&cc, &cg, &b, nh, q, k, v, dq, dk, dv, dout, oc, og);
-        double e = tu_max_rel(og, oc, nt * qw);
+        dl_batch b = lh_batch(&h, nt, brow[bi]);
+        attn_both(&h.cc, &h.cg, &b, nh, h.q, h.k, h.v, h.dq, h.dk, h.dv, h.dout, h.oc, h.og);
+        double e = tu_max_rel(h.og, h.oc, nt * qw);
         CHECKF(e <= 2e-5, "long attention nh=%d nkv=%d hd=%d %s batch %d rel %.3g", nh, nkv, hd, dt_name(dt), bi, e);
         if (nt > 8) continue;
         int multi = 0; /* a row with several segments */
-        for (int i = 0; i < nt; i++) multi |= pos[i] >= ROW_SEG(pos[i]);
-        attn_fused_check(&cg, &b, nh, multi, dq, dout, og, &g_ncl);
-        for (int i = 0; i < nt; i++) {
-            const int r = brow[bi][i];
-            if (!have[r]) {
-                memcpy(first + r * qw, og + i * qw, qw * 4);
-                have[r] = 1;
-            } else {
-                CHECKF(!memcmp(first + r * qw, og + i * qw, qw * 4),
-                       "split attention: row %d differs between batches (hd=%d %s batch %d)", r, hd, dt_name(dt), bi);
-            }
-        }
+        for (int i = 0; i < nt; i++) multi |= h.pos[i] >= ROW_SEG(h.pos[i]);
+        attn_fused_check(&h.cg, &b, nh, multi, h.dq, h.dout, h.og, &g_ncl);
+        lh_same_rows(&h, nt, brow[bi], "split", bi);
         for (int pf = 0; pf < 2; pf++) {
-            attn_tiled(&cg, nh, nt, dq, dout, og, pf);
-            e = tu_max_rel(og, oc, nt * qw);
+            attn_tiled(&h.cg, nh, nt, h.dq, h.dout, h.og, pf);
+            e = tu_max_rel(h.og, h.oc, nt * qw);
             CHECKF(e <= 2e-5, "long %s attention nh=%d hd=%d %s batch %d rel %.3g", pf ? "register-tile" : "tiled",
                    nh, hd, dt_name(dt), bi, e);
         }
     }
-    gpu->free(gpu, dq), gpu->free(gpu, dk), gpu->free(gpu, dv), gpu->free(gpu, dout);
-    free(RQ), free(RK), free(RV), free(first), free(q), free(k), free(v), free(oc), free(og);
-    cache_free(&cg, gpu), cache_free(&cc, cpu);
+    lh_free(&h);
 }
 
 /* Prompt batches through the register-tile kernel (cuda.attention.prefill).
@@ -874,77 +911,45 @@ static void test_attention_prefill(int nh, int nkv, int hd, dl_dtype dt, int H, 
  * written directly, several merged by the combine), and with the switch off
  * the split kernel again (not counted, within 2e-5 of the CPU). */
 static void test_attention_kl(int nh, int nkv, int hd, dl_dtype dt, int bs) {
-    enum { NS = 4, NR = 9, NB = 5 };
-    static const int hist[NS] = {3100, 1000, 64, 0};
-    static const int32_t rseq[NR] = {0, 1, 1, 1, 2, 3, 3, 3, 3}, rpos[NR] = {3100, 1000, 1001, 1002, 64, 0, 1, 2, 3};
+    enum { NB = 5 };
     static const int bn[NB] = {1, 4, 3, 1, 4};
-    static const int brow[NB][NR] = {{0}, {0, 1, 4, 5}, {1, 2, 3}, {5}, {5, 6, 7, 8}};
-    const int mbps = (3100 + 8 + bs - 1) / bs, nblocks = NS * mbps;
+    static const int brow[NB][LH_NR] = {{0}, {0, 1, 4, 5}, {1, 2, 3}, {5}, {5, 6, 7, 8}};
     const int takes = dt == DT_F16 && (hd == 64 || hd == 128 || hd == 256) && nh % nkv == 0 && nh / nkv <= 8 &&
                       (hd / 32) * (nh / nkv <= 1 ? 1 : nh / nkv <= 2 ? 2 : nh / nkv <= 4 ? 4 : 8) <= 32;
-    int32_t *perm = shuffled(nblocks);
-    cache cc, cg;
-    cache_init(&cc, cpu, nkv, hd, dt, bs, nblocks, NS, mbps, perm);
-    cache_init(&cg, gpu, nkv, hd, dt, bs, nblocks, NS, mbps, perm);
-    free(perm);
-    const size_t kw = (size_t)nkv * hd, qw = (size_t)nh * hd;
-    cache *const gl[1] = {&cg};
-    write_history(&cc, gl, 1, hist, NS);
-    float *RQ = malloc(NR * qw * 4), *RK = malloc(NR * kw * 4), *RV = malloc(NR * kw * 4);
-    fill(RQ, NR * qw, 4.0f), fill(RK, NR * kw, 1.0f), fill(RV, NR * kw, 1.0f);
-    float *first = malloc(NR * qw * 4);
-    int have[NR] = {0};
-    float *q = malloc(NR * qw * 4), *k = malloc(NR * kw * 4), *v = malloc(NR * kw * 4);
-    float *oc = malloc(NR * qw * 4), *og = malloc(NR * qw * 4), *o2 = malloc(NR * qw * 4);
-    float *dq = gpu->alloc(gpu, NR * qw * 4), *dk = gpu->alloc(gpu, NR * kw * 4), *dv = gpu->alloc(gpu, NR * kw * 4);
-    float *dout = gpu->alloc(gpu, NR * qw * 4);
+    longh h;
+    lh_init(&h, nh, nkv, hd, dt, bs);
+    const size_t qw = h.qw;
     const float sc = 1.0f / sqrtf((float)hd);
     ATTN_KL_SET(1, 0);
     for (int bi = 0; bi < NB; bi++) {
         const int nt = bn[bi];
-        int32_t tok[NR] = {0}, seq[NR], pos[NR];
-        pick_rows(nt, brow[bi], rseq, rpos, RQ, RK, RV, qw, kw, seq, pos, q, k, v);
-        gpu->from_host(gpu, dq, q, nt * qw * 4);
-        gpu->from_host(gpu, dk, k, nt * kw * 4);
-        gpu->from_host(gpu, dv, v, nt * kw * 4);
-        dl_batch b = {nt, tok, seq, pos};
-        cpu->begin(cpu, &b, &cc.kv);
-        cpu->kv_write(cpu, &cc.kv, 0, k, v);
-        cpu->attention(cpu, oc, q, &cc.kv, 0, nh, sc);
+        dl_batch b = lh_batch(&h, nt, brow[bi]);
+        cpu->begin(cpu, &b, &h.cc.kv);
+        cpu->kv_write(cpu, &h.cc.kv, 0, h.k, h.v);
+        cpu->attention(cpu, h.oc, h.q, &h.cc.kv, 0, nh, sc);
         for (int pass = 0; pass < 3; pass++) { /* 0, 1: keylanes (twice); 2: switched off */
             kreg_reset_switches();
             kreg_disable(GN ".attention.warm," GN ".attention.fused_combine," GN ".attention.cluster");
             if (pass == 2) kreg_disable(GN ".attention.keylanes");
-            CHECK(gpu->begin(gpu, &b, &cg.kv) == 0);
-            if (pass == 0) gpu->kv_write(gpu, &cg.kv, 0, dk, dv);
+            CHECK(gpu->begin(gpu, &b, &h.cg.kv) == 0);
+            if (pass == 0) gpu->kv_write(gpu, &h.cg.kv, 0, h.dk, h.dv);
             kreg_reset_counts();
-            gpu->attention(gpu, dout, dq, &cg.kv, 0, nh, sc);
-            dget(pass ? o2 : og, dout, nt * qw);
+            gpu->attention(gpu, h.dout, h.dq, &h.cg.kv, 0, nh, sc);
+            dget(pass ? h.o2 : h.og, h.dout, nt * qw);
             const uint64_t want = takes && pass < 2 ? 1u : 0u;
             CHECKF(kreg_count(GN ".attention.keylanes") == want, "keylanes counted %llu, want %llu (hd=%d %s pass %d)",
                    (unsigned long long)kreg_count(GN ".attention.keylanes"), (unsigned long long)want, hd,
                    dt_name(dt), pass);
-            const double e = tu_max_rel(pass ? o2 : og, oc, nt * qw);
+            const double e = tu_max_rel(pass ? h.o2 : h.og, h.oc, nt * qw);
             CHECKF(e <= 2e-5, "keylanes pass %d nh=%d nkv=%d hd=%d %s bs=%d batch %d rel %.3g", pass, nh, nkv, hd,
                    dt_name(dt), bs, bi, e);
-            if (pass == 1) CHECKF(!memcmp(o2, og, nt * qw * 4), "keylanes not deterministic (hd=%d batch %d)", hd, bi);
+            if (pass == 1) CHECKF(!memcmp(h.o2, h.og, nt * qw * 4), "keylanes not deterministic (hd=%d batch %d)", hd, bi);
         }
-        for (int i = 0; i < nt; i++) {
-            const int r = brow[bi][i];
-            if (!have[r]) {
-                memcpy(first + r * qw, og + i * qw, qw * 4);
-                have[r] = 1;
-            } else {
-                CHECKF(!memcmp(first + r * qw, og + i * qw, qw * 4),
-                       "keylanes: row %d differs between batches (hd=%d %s batch %d)", r, hd, dt_name(dt), bi);
-            }
-        }
+        lh_same_rows(&h, nt, brow[bi], "keylanes", bi);
     }
     ATTN_KL_SET(0, 0);
     kreg_reset_switches();
-    gpu->free(gpu, dq), gpu->free(gpu, dk), gpu->free(gpu, dv), gpu->free(gpu, dout);
-    free(RQ), free(RK), free(RV), free(first), free(q), free(k), free(v), free(oc), free(og), free(o2);
-    cache_free(&cg, gpu), cache_free(&cc, cpu);
+    lh_free(&h);
 }
 
 /* Bytes of a cache's layer-0 K and V (device or host backend). */

@@ -71,39 +71,41 @@ static __device__ __forceinline__ float pf_sum16(float v) {
     return v;
 }
 
-/* One tile of K or V rows into dst [PF_BK][HD + 4] floats: positions
- * k0 .. k0 + nc - 1 of sequence S, KV head g; rows past nc or on an
- * unmapped page are zeros. Consecutive threads read consecutive 16-byte
- * chunks of a row; every thread issues all its loads before converting. */
-template <int KF16, int HD, int T>
-static __device__ __forceinline__ void pf_tile(float *dst, const void *src, const gk_attn &a, int S, int k0, int nc,
-                                               int g) {
-    constexpr int VE = KF16 ? 8 : 4, NCH = HD / VE, ST = HD + 4, NL = PF_BK * NCH / T;
-    const int64_t width = (int64_t)a.nkv * HD;
+/* One tile of K or V rows: pf_load issues this thread's 16-byte loads of
+ * positions k0 .. k0 + nc - 1 of sequence S, KV head g (rows past nc or on
+ * an unmapped page are zeros; consecutive threads read consecutive chunks
+ * of a row); pf_store widens them into dst [PF_BK][HD + 4] floats. */
+template <int KF16, int HD, int T> struct pf_tile {
+    static constexpr int VE = KF16 ? 8 : 4, NCH = HD / VE, ST = HD + 4, NL = PF_BK * NCH / T;
     uint4 r[NL];
+    __device__ __forceinline__ void load(const void *src, const gk_attn &a, int S, int k0, int nc, int g) {
+        const int64_t width = (int64_t)a.nkv * HD;
 #pragma unroll
-    for (int u = 0; u < NL; u++) {
-        const int e = threadIdx.x + u * T, c = e / NCH, j = e % NCH;
-        r[u] = make_uint4(0, 0, 0, 0);
-        if (c < nc) {
-            const int p = k0 + c;
-            const int blk = a.btab[(int64_t)S * a.mbps + p / a.bs];
-            if (blk >= 0) {
-                const int64_t idx = ((int64_t)blk * a.bs + p % a.bs) * width + (int64_t)g * HD + j * VE;
-                r[u] = *(const uint4 *)((const char *)src + idx * (KF16 ? 2 : 4));
+        for (int u = 0; u < NL; u++) {
+            const int e = threadIdx.x + u * T, c = e / NCH, j = e % NCH;
+            r[u] = make_uint4(0, 0, 0, 0);
+            if (c < nc) {
+                const int p = k0 + c;
+                const int blk = a.btab[(int64_t)S * a.mbps + p / a.bs];
+                if (blk >= 0) {
+                    const int64_t idx = ((int64_t)blk * a.bs + p % a.bs) * width + (int64_t)g * HD + j * VE;
+                    r[u] = *(const uint4 *)((const char *)src + idx * (KF16 ? 2 : 4));
+                }
             }
         }
     }
+    __device__ __forceinline__ void store(float *dst) const {
 #pragma unroll
-    for (int u = 0; u < NL; u++) {
-        const int e = threadIdx.x + u * T, c = e / NCH, j = e % NCH;
-        float f[VE];
-        dl_wt<KF16 ? DT_F16 : DT_F32>::cvt16(r[u], f, nullptr);
+        for (int u = 0; u < NL; u++) {
+            const int e = threadIdx.x + u * T, c = e / NCH, j = e % NCH;
+            float f[VE];
+            dl_wt<KF16 ? DT_F16 : DT_F32>::cvt16(r[u], f, nullptr);
 #pragma unroll
-        for (int w = 0; w < VE; w += 4)
-            *(float4 *)(dst + c * ST + j * VE + w) = make_float4(f[w], f[w + 1], f[w + 2], f[w + 3]);
+            for (int w = 0; w < VE; w += 4)
+                *(float4 *)(dst + c * ST + j * VE + w) = make_float4(f[w], f[w + 1], f[w + 2], f[w + 3]);
+        }
     }
-}
+};
 
 /* out [ntok * nh][HD] for the query vectors of block x (reversed: the last
  * vectors first) and KV head blockIdx.y; q [ntok * nh][HD]. */
@@ -159,11 +161,22 @@ __global__ void __launch_bounds__(4 * BQ, BQ == 64 ? 2 : 1)
         int mp[4]; /* this thread's rows' positions in sequence S, else -1 */
 #pragma unroll
         for (int i = 0; i < 4; i++) mp[i] = rseq[qg * 4 + i] == S ? rpos[qg * 4 + i] : -1;
+        /* The V tile is requested before the scores and, at head_dim 64
+         * with f16 rows, the next K tile before the V products, where the
+         * registers allow it (others: the V tile after the scores, the K
+         * tile at the top of its turn; with both at head_dim 128, 128
+         * registers spill) */
+        typedef pf_tile<KF16, HD, T> tile;
+        constexpr bool VPRE = tile::NL <= 4, KPRE = KF16 && NH == 1;
+        tile kt, vt;
+        if (KPRE) kt.load(a.kc, a, S, 0, min(PF_BK, hi), g);
         for (int k0 = 0; k0 < hi; k0 += PF_BK) {
             const int nc = min(PF_BK, hi - k0);
+            if (!KPRE) kt.load(a.kc, a, S, k0, nc, g);
             __syncthreads(); /* the previous tile's readers of skv / spt are done (and sq is staged) */
-            pf_tile<KF16, HD, T>(skv, a.kc, a, S, k0, nc, g);
+            kt.store(skv);
             __syncthreads();
+            if (VPRE) vt.load(a.vc, a, S, k0, nc, g);
             float s[4][4];
 #pragma unroll
             for (int i = 0; i < 4; i++)
@@ -213,8 +226,10 @@ __global__ void __launch_bounds__(4 * BQ, BQ == 64 ? 2 : 1)
             for (int j = 0; j < 4; j++)
                 *(float4 *)(spt + (kg + 16 * j) * PS + qg * 4) = make_float4(s[0][j], s[1][j], s[2][j], s[3][j]);
             __syncthreads(); /* every K read done, the weights visible */
-            pf_tile<KF16, HD, T>(skv, a.vc, a, S, k0, nc, g);
+            if (!VPRE) vt.load(a.vc, a, S, k0, nc, g);
+            vt.store(skv);
             __syncthreads();
+            if (KPRE && k0 + PF_BK < hi) kt.load(a.kc, a, S, k0 + PF_BK, min(PF_BK, hi - k0 - PF_BK), g);
             for (int c = 0; c < nc; c++) {
                 const float4 pf = *(const float4 *)(spt + c * PS + qg * 4);
                 const float pw[4] = {pf.x, pf.y, pf.z, pf.w};
