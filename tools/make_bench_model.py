@@ -22,6 +22,8 @@ PRESETS = {
                          head_dim=64, vocab=151936, tie=True),
     "qwen3-8b": dict(model_type="qwen3", hidden=4096, inter=12288, layers=36, heads=32, kv=8,
                      head_dim=128, vocab=151936, tie=False),
+    "qwen3-14b": dict(model_type="qwen3", hidden=5120, inter=17408, layers=40, heads=40, kv=8,
+                      head_dim=128, vocab=151936, tie=False),
     "llama3-8b": dict(model_type="llama", hidden=4096, inter=14336, layers=32, heads=32, kv=8,
                       head_dim=128, vocab=128256, tie=False),
     "qwen3.5-27b": dict(model_type="qwen3_5_text", hidden=5120, inter=17408, layers=64, heads=24,
