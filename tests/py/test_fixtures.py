@@ -173,7 +173,6 @@ def main():
             if pol in (None, "weight-only") and scheme != "int8":
                 for case in ref.get("extra_cases", []):
                     w2 = np.load(os.path.join(d, case["logits"]))
-                    by_chunk = []
                     for ch in ([], ["--prefill-chunk", "128"]):
                         g2, r4 = logits_of(d, case["prompt"], list(extra) + ch)
                         lab2 = f"{label}[{len(case['prompt'])} tokens{', chunks of 128' if ch else ''}]"
@@ -183,8 +182,6 @@ def main():
                             e2 = float(np.abs(g2 - w2).max())
                             print(f"{lab2}: max |d| = {e2:.2e} (tol {tol:g})")
                             check(e2 <= tol, f"{lab2}: max |logit - ref| = {e2:.3e} > {tol}")
-                            by_chunk.append(g2)
-
                     ids2, _ = greedy_of(d, case["prompt"], extra)
                     check(ids2 == case["greedy"], f"{lab2}: greedy ids {ids2} != transformers {case['greedy']}")
     print(f"test_fixtures: {passed} passed, {failed} failed, {skipped} skipped")
