@@ -346,6 +346,46 @@ static __device__ __forceinline__ void dl_pdl_enter_after_group(const V (&v)[U][
     dl_pdl_enter_after(dep, sink, trig);
 }
 
+/* Paged KV cache: the cache row (page * bs + p % bs) of position p of
+ * sequence S, or -1 when that page is unmapped. bsh = log2(a.bs) when the
+ * page size is a power of two (a shift instead of a division), else -1. */
+static __device__ __forceinline__ int dl_kv_row(const gk_attn &a, int S, int p, int bsh = -1) {
+    const int pg = bsh >= 0 ? p >> bsh : p / a.bs;
+    const int blk = a.btab[(int64_t)S * a.mbps + pg];
+    return blk >= 0 ? blk * a.bs + (p - pg * a.bs) : -1;
+}
+
+/* Query vector v of an attention block of KV head g (v = token * G + head
+ * within the group, G = nh / nkv): its token *t, query head *h, position
+ * *pos and sequence *seq; past the batch (v >= ntok * G) *pos and *seq
+ * are -1 and *t is 0. */
+static __device__ __forceinline__ void dl_attn_qvec(const gk_attn &a, int g, int64_t v, int *t, int *h, int *pos,
+                                                    int *seq) {
+    const int G = a.nh / a.nkv;
+    const bool ok = v < (int64_t)a.ntok * G;
+    const int tt = ok ? (int)(v / G) : 0;
+    *t = tt;
+    *h = g * G + (int)(v % G);
+    *pos = ok ? a.pos[tt] : -1;
+    *seq = ok ? a.seq[tt] : -1;
+}
+
+/* For a block's query rows 0..n-1 with sequences rseq and positions rpos
+ * (-1: no row): 1 when row i0 is the first row of its sequence
+ * S = rseq[i0] >= 0, with *hi = 1 + the largest position of S among rows
+ * i0..n-1 (the keys 0..*hi-1 the block reads for S); else 0. */
+static __device__ __forceinline__ bool dl_attn_seq_first(const int *rseq, const int *rpos, int n, int i0, int *hi) {
+    const int S = rseq[i0];
+    if (S < 0) return false;
+    for (int i = 0; i < i0; i++)
+        if (rseq[i] == S) return false;
+    int h = 0;
+    for (int i = i0; i < n; i++)
+        if (rseq[i] == S && rpos[i] + 1 > h) h = rpos[i] + 1;
+    *hi = h;
+    return true;
+}
+
 /* PDL state of the launching thread's process: dl_pdl_on (set through
  * gk_pdl_set) and the number of launches made with the attribute
  * (gk_pdl_launches). Owned by gpu_rt.cu. */

@@ -66,24 +66,16 @@ __global__ void __launch_bounds__(AT_WARPS *DL_WARP)
     dl_k_attn(float *__restrict__ out, const float *__restrict__ q, gk_attn a, int ck, int vec) {
     dl_pdl_enter();
     extern __shared__ float smem[];
-    const int hd = a.hd, G = a.nh / a.nkv, g = blockIdx.y;
+    const int hd = a.hd, g = blockIdx.y;
     float *sq = smem;                       /* [AT_QV][hd] */
     float *sk = sq + AT_QV * hd;            /* [ck][hd + 1] */
     float *sv = sk + ck * (hd + 1);         /* [ck][hd] */
     __shared__ int rt[AT_QV], rpos[AT_QV], rseq[AT_QV], rh[AT_QV];
     const int lane = threadIdx.x % DL_WARP, wid = threadIdx.x / DL_WARP;
-    const int64_t v0 = (int64_t)blockIdx.x * AT_QV, nvec = (int64_t)a.ntok * G;
+    const int64_t v0 = (int64_t)blockIdx.x * AT_QV;
     const int qv = AT_QV;
 
-    for (int i = threadIdx.x; i < AT_QV; i += blockDim.x) {
-        int64_t v = v0 + i;
-        bool ok = v < nvec;
-        int t = ok ? (int)(v / G) : 0;
-        rt[i] = t;
-        rh[i] = g * G + (int)(v % G);
-        rpos[i] = ok ? a.pos[t] : -1;
-        rseq[i] = ok ? a.seq[t] : -1;
-    }
+    for (int i = threadIdx.x; i < AT_QV; i += blockDim.x) dl_attn_qvec(a, g, v0 + i, &rt[i], &rh[i], &rpos[i], &rseq[i]);
     __syncthreads();
     for (int i = 0; i < qv; i++) {
         if (rpos[i] < 0) continue;
@@ -102,15 +94,9 @@ __global__ void __launch_bounds__(AT_WARPS *DL_WARP)
     const int64_t width = (int64_t)a.nkv * hd;
 
     for (int i0 = 0; i0 < qv; i0++) {
+        int hi;
+        if (!dl_attn_seq_first(rseq, rpos, qv, i0, &hi)) continue;
         const int S = rseq[i0];
-        if (S < 0) continue;
-        bool first = true;
-        for (int i = 0; i < i0; i++)
-            if (rseq[i] == S) first = false;
-        if (!first) continue;
-        int hi = 0;
-        for (int i = i0; i < qv; i++)
-            if (rseq[i] == S && rpos[i] + 1 > hi) hi = rpos[i] + 1;
         for (int c0 = 0; c0 < hi; c0 += ck) {
             __syncthreads();
             const int nc = min(ck, hi - c0);
@@ -121,10 +107,9 @@ __global__ void __launch_bounds__(AT_WARPS *DL_WARP)
                     const int c = e / nv, j = e - c * nv;
                     uint4 kr = make_uint4(0, 0, 0, 0), vr = kr;
                     if (c < nc) {
-                        const int p = c0 + c;
-                        const int blk = a.btab[(int64_t)S * a.mbps + p / a.bs];
-                        if (blk >= 0) {
-                            const int64_t idx = ((int64_t)blk * a.bs + p % a.bs) * width + (int64_t)g * hd + j * VE;
+                        const int row = dl_kv_row(a, S, c0 + c);
+                        if (row >= 0) {
+                            const int64_t idx = (int64_t)row * width + (int64_t)g * hd + j * VE;
                             kr = *(const uint4 *)((const char *)a.kc + idx * (KF16 ? 2 : 4));
                             vr = *(const uint4 *)((const char *)a.vc + idx * (KF16 ? 2 : 4));
                         }
@@ -143,10 +128,9 @@ __global__ void __launch_bounds__(AT_WARPS *DL_WARP)
                     const int c = e / hd, d = e % hd;
                     float kvv = 0.0f, vvv = 0.0f;
                     if (c < nc) {
-                        const int p = c0 + c;
-                        const int blk = a.btab[(int64_t)S * a.mbps + p / a.bs];
-                        if (blk >= 0) {
-                            const int64_t idx = ((int64_t)blk * a.bs + p % a.bs) * width + (int64_t)g * hd + d;
+                        const int row = dl_kv_row(a, S, c0 + c);
+                        if (row >= 0) {
+                            const int64_t idx = (int64_t)row * width + (int64_t)g * hd + d;
                             kvv = kv_ld<KF16>(a.kc, idx);
                             vvv = kv_ld<KF16>(a.vc, idx);
                         }

@@ -103,13 +103,7 @@ __global__ void __launch_bounds__(KL_NW *DL_WARP)
     /* the lane's key and the first chunks of its K row, requested before
      * the queries are staged (two round trips overlapped) */
     const int p = kb + lane;
-    int row = -1; /* the key's cache row: block * bs + p % bs */
-    if (p <= pos) {
-        const int32_t *bt = a.btab + (int64_t)S * a.mbps;
-        const int pg = bsh >= 0 ? p >> bsh : p / a.bs;
-        const int blk = bt[pg];
-        if (blk >= 0) row = blk * a.bs + (p - pg * a.bs);
-    }
+    const int row = p <= pos ? dl_kv_row(a, S, p, bsh) : -1; /* the key's cache row */
     const char *kp = (const char *)a.kc + (int64_t)(row >= 0 ? row : 0) * pstr + (int64_t)g * rowb;
     constexpr int KG = NC < 16 ? NC : 16; /* K chunks in flight per lane */
     uint4 kr[KG];

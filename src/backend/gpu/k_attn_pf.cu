@@ -85,10 +85,9 @@ template <int KF16, int HD, int T> struct pf_tile {
             const int e = threadIdx.x + u * T, c = e / NCH, j = e % NCH;
             r[u] = make_uint4(0, 0, 0, 0);
             if (c < nc) {
-                const int p = k0 + c;
-                const int blk = a.btab[(int64_t)S * a.mbps + p / a.bs];
-                if (blk >= 0) {
-                    const int64_t idx = ((int64_t)blk * a.bs + p % a.bs) * width + (int64_t)g * HD + j * VE;
+                const int row = dl_kv_row(a, S, k0 + c);
+                if (row >= 0) {
+                    const int64_t idx = (int64_t)row * width + (int64_t)g * HD + j * VE;
                     r[u] = *(const uint4 *)((const char *)src + idx * (KF16 ? 2 : 4));
                 }
             }
@@ -121,17 +120,9 @@ __global__ void __launch_bounds__(4 * BQ, BQ == 64 ? 2 : 1)
     float *spt = skv + PF_BK * ST;   /* [PF_BK][PS] weights, key-major */
     __shared__ int rt[BQ], rh[BQ], rpos[BQ], rseq[BQ];
     const int tid = threadIdx.x, qg = tid / PF_QG, kg = tid % PF_QG;
-    const int G = a.nh / a.nkv, g = blockIdx.y;
-    const int64_t v0 = (int64_t)(gridDim.x - 1 - blockIdx.x) * BQ, nvec = (int64_t)a.ntok * G;
-    if (tid < BQ) {
-        const int64_t v = v0 + tid;
-        const bool ok = v < nvec;
-        const int t = ok ? (int)(v / G) : 0;
-        rt[tid] = t;
-        rh[tid] = g * G + (int)(v % G);
-        rpos[tid] = ok ? a.pos[t] : -1;
-        rseq[tid] = ok ? a.seq[t] : -1;
-    }
+    const int g = blockIdx.y;
+    const int64_t v0 = (int64_t)(gridDim.x - 1 - blockIdx.x) * BQ;
+    if (tid < BQ) dl_attn_qvec(a, g, v0 + tid, &rt[tid], &rh[tid], &rpos[tid], &rseq[tid]);
     __syncthreads();
     const float qs = a.scale * PF_LOG2E;
     for (int e = tid; e < BQ * (HD / 4); e += T) {
@@ -150,14 +141,9 @@ __global__ void __launch_bounds__(4 * BQ, BQ == 64 ? 2 : 1)
         for (int d = 0; d < ND; d++) o[i][d] = 0.0f;
     }
     for (int i0 = 0; i0 < BQ; i0++) {
+        int hi;
+        if (!dl_attn_seq_first(rseq, rpos, BQ, i0, &hi)) continue;
         const int S = rseq[i0];
-        if (S < 0) continue;
-        bool first = true;
-        for (int i = 0; i < i0 && first; i++) first = rseq[i] != S;
-        if (!first) continue;
-        int hi = 0;
-        for (int i = i0; i < BQ; i++)
-            if (rseq[i] == S && rpos[i] + 1 > hi) hi = rpos[i] + 1;
         int mp[4]; /* this thread's rows' positions in sequence S, else -1 */
 #pragma unroll
         for (int i = 0; i < 4; i++) mp[i] = rseq[qg * 4 + i] == S ? rpos[qg * 4 + i] : -1;
