@@ -21,6 +21,7 @@
 #define ATTN_PF_BQ_SET(n) gk_attn_pf_bq_set(n)
 #define ROW_SEG(p) gk_attn_row_seg(gk_attn_seg_get(), p)
 #define NSEG(ml) gk_attn_nseg(gk_attn_seg_get(), ml)
+#define DEC_ROWS_SET(n) gpu_backend_dec_rows_set(n)
 #else
 #define ATTN_GB_SET(n) ((void)(n)) /* no GPU backend: main skips before any GPU check */
 #define ATTN_CL_AVAIL() 0
@@ -31,6 +32,7 @@
 #define ATTN_PF_BQ_SET(n) ((void)(n), 0)
 #define ROW_SEG(p) ((void)(p), 64)
 #define NSEG(ml) ((ml) / 64)
+#define DEC_ROWS_SET(n) ((void)(n))
 #endif
 
 #ifdef DOTLM_HIP
@@ -898,6 +900,89 @@ static void test_attention_prefill(int nh, int nkv, int hd, dl_dtype dt, int H, 
     cache_free(&cg, gpu), cache_free(&cc, cpu);
 }
 
+/* A server-like step (cuda.attention.decode_rows): ND decode rows, each the
+ * only token of its sequence (random histories of 0..899 positions), then a
+ * prompt chunk of 21 tokens of a sequence with 40 positions of history and
+ * one of 3 tokens of an empty sequence; 36 tokens, block size 16 (shuffled
+ * blocks). Against the CPU within 2e-5 (attn_both: counts, determinism);
+ * the decode rows take the split kernel (one launch, counted) and the rest
+ * the register tiles; each decode row bitwise as in a decode batch of <= 8
+ * (the split path alone) and in a batch of only the ND decodes (> 8, all
+ * split, no prompt kernel); the prompt rows bitwise as when they are alone;
+ * launches of at most 5 rows (3 launches) the same bits; with the switch off
+ * every row through the register tiles, nothing counted, within 2e-5. */
+static void test_attention_decode_rows(int nh, int nkv, int hd, dl_dtype dt) {
+    enum { ND = 12, NS = ND + 2, CA = 21, CB = 3, NT = ND + CA + CB, BS = 16 };
+    int hist[NS];
+    for (int s = 0; s < ND; s++) hist[s] = (int)(tu_rand_u64(&rs) % 900u);
+    hist[ND] = 40, hist[ND + 1] = 0;
+    const int mbps = (900 + CA + BS - 1) / BS + 1, nblocks = NS * mbps;
+    int32_t *perm = shuffled(nblocks);
+    cache cc, cg;
+    cache_init(&cc, cpu, nkv, hd, dt, BS, nblocks, NS, mbps, perm);
+    cache_init(&cg, gpu, nkv, hd, dt, BS, nblocks, NS, mbps, perm);
+    free(perm);
+    cache *const gl[1] = {&cg};
+    write_history(&cc, gl, 1, hist, NS);
+    const size_t kw = (size_t)nkv * hd, qw = (size_t)nh * hd;
+    const float sc = 1.0f / sqrtf((float)hd);
+    int32_t tok[NT] = {0}, seq[NT], pos[NT];
+    for (int i = 0; i < ND; i++) seq[i] = i, pos[i] = hist[i];
+    for (int i = 0; i < CA; i++) seq[ND + i] = ND, pos[ND + i] = hist[ND] + i;
+    for (int i = 0; i < CB; i++) seq[ND + CA + i] = ND + 1, pos[ND + CA + i] = i;
+    float *q = malloc(NT * qw * 4), *k = malloc(NT * kw * 4), *v = malloc(NT * kw * 4);
+    float *oc = malloc(NT * qw * 4), *og = malloc(NT * qw * 4), *o2 = malloc(NT * qw * 4);
+    fill(q, NT * qw, 3.0f), fill(k, NT * kw, 1.0f), fill(v, NT * kw, 1.0f);
+    float *dq = dput(q, NT * qw), *dk = dput(k, NT * kw), *dv = dput(v, NT * kw);
+    float *dout = gpu->alloc(gpu, NT * qw * 4);
+    dl_batch b = {NT, tok, seq, pos};
+    attn_both(&cc, &cg, &b, nh, q, k, v, dq, dk, dv, dout, oc, og);
+    double e = tu_max_rel(og, oc, NT * qw);
+    CHECKF(e <= 2e-5, "decode rows + prompt attention nh=%d nkv=%d hd=%d %s rel %.3g", nh, nkv, hd, dt_name(dt), e);
+    /* runs a part rows r0 .. r0 + n - 1 of the batch (cache already written) into o2 and checks the
+     * counters: decode_rows launches, split launches, prompt kernel launches */
+#define DR_RUN(r0, n, ndr, nsp, npf)                                                                          \
+    do {                                                                                                     \
+        dl_batch bp_ = {(n), tok + (r0), seq + (r0), pos + (r0)};                                            \
+        CHECK(gpu->begin(gpu, &bp_, &cg.kv) == 0);                                                           \
+        kreg_reset_counts();                                                                                 \
+        gpu->attention(gpu, dout, dq + (size_t)(r0) * qw, &cg.kv, 0, nh, sc);                                \
+        dget(o2, dout, (size_t)(n) * qw);                                                                    \
+        CHECKF(kreg_count(GN ".attention.decode_rows") == (uint64_t)(ndr) &&                                 \
+                   kreg_count(GN ".attention.split") == (uint64_t)(nsp) &&                                   \
+                   kreg_count(GN ".attention.prefill") == (uint64_t)(npf),                                   \
+               "decode rows (hd=%d %s) rows %d..%d: decode_rows %llu split %llu prefill %llu, want %d %d %d", \
+               hd, dt_name(dt), (r0), (r0) + (n) - 1, (unsigned long long)kreg_count(GN ".attention.decode_rows"), \
+               (unsigned long long)kreg_count(GN ".attention.split"),                                        \
+               (unsigned long long)kreg_count(GN ".attention.prefill"), (ndr), (nsp), (npf));                \
+    } while (0)
+    DR_RUN(0, NT, 1, 1, 1);
+    CHECKF(!memcmp(o2, og, NT * qw * 4), "decode rows: a rerun differs (hd=%d %s)", hd, dt_name(dt));
+    DR_RUN(0, 8, 0, 1, 0); /* a decode batch of <= 8: the split path itself */
+    CHECKF(!memcmp(o2, og, 8 * qw * 4), "decode rows 0..7 differ from a decode batch (hd=%d %s)", hd, dt_name(dt));
+    DR_RUN(8, ND - 8, 0, 1, 0);
+    CHECKF(!memcmp(o2, og + 8 * qw, (ND - 8) * qw * 4), "decode rows 8.. differ from a decode batch (hd=%d %s)", hd,
+           dt_name(dt));
+    DR_RUN(0, ND, 1, 1, 0); /* > 8 decodes only: all split */
+    CHECKF(!memcmp(o2, og, ND * qw * 4), "a batch of %d decodes differs (hd=%d %s)", ND, hd, dt_name(dt));
+    DR_RUN(ND, CA + CB, 0, 0, 1); /* the prompt rows alone */
+    CHECKF(!memcmp(o2, og + ND * qw, (CA + CB) * qw * 4), "prompt rows differ beside decode rows (hd=%d %s)", hd,
+           dt_name(dt));
+    DEC_ROWS_SET(5); /* launches of <= 5 rows */
+    DR_RUN(0, NT, 3, 3, 1);
+    DEC_ROWS_SET(0);
+    CHECKF(!memcmp(o2, og, NT * qw * 4), "decode rows in launches of 5 differ (hd=%d %s)", hd, dt_name(dt));
+    kreg_disable(GN ".attention.decode_rows");
+    DR_RUN(0, NT, 0, 0, 1);
+    kreg_reset_switches();
+    e = tu_max_rel(o2, oc, NT * qw);
+    CHECKF(e <= 2e-5, "decode rows off: prompt kernel on the whole batch (hd=%d %s) rel %.3g", hd, dt_name(dt), e);
+#undef DR_RUN
+    gpu->free(gpu, dq), gpu->free(gpu, dk), gpu->free(gpu, dv), gpu->free(gpu, dout);
+    free(q), free(k), free(v), free(oc), free(og), free(o2);
+    cache_free(&cg, gpu), cache_free(&cc, cpu);
+}
+
 /* The decode attention with a lane per key (cuda.attention.keylanes,
  * k_attn_kl.cu), forced on for every grid length (gk_attn_kl_set(1, 0)),
  * with the opt-in forms that keep the split kernel (early K/V loads, fused
@@ -1208,6 +1293,10 @@ int main(void) {
               {16, 2, 64, DT_F32, 129, 64, 1},     {8, 1, 128, DT_F16, 65, 40, 25}};
     for (int i = 0; i < (int)(sizeof pc / sizeof pc[0]); i++)
         test_attention_prefill(pc[i].nh, pc[i].nkv, pc[i].hd, pc[i].dt, pc[i].H, pc[i].C0, pc[i].C1);
+    /* server-like steps: Qwen3-8B (f16 and f32 KV), G = 8 at head_dim 64 */
+    test_attention_decode_rows(32, 8, 128, DT_F16);
+    test_attention_decode_rows(32, 8, 128, DT_F32);
+    test_attention_decode_rows(16, 2, 64, DT_F16);
     /* nh, nkv, hd, KV dtype, block size: Qwen3-8B (G = 4), G = 8 and 1, head_dim 64 / 256, shapes the
      * key-lane kernel does not take (fp32 KV, head_dim 96) */
     static const struct {

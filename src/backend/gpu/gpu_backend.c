@@ -71,6 +71,10 @@ static kreg_kernel K_ATT_KL =
     KREG_KERNEL(KN("attention.keylanes"), "split decode attention with a lane per key and all heads of the group "
                                           "per block (grids of >= 4096 positions; DOTLM_GPU_ATTN_KL=0 or this "
                                           "switch: the split kernel; its own summation order)");
+static kreg_kernel K_ATT_DEC =
+    KREG_KERNEL(KN("attention.decode_rows"), "split-KV launches for the leading tokens of a batch of > 8 that are "
+                                             "each the only token of their sequence (a server step's decodes; "
+                                             "this switch: the whole batch through the prompt kernels)");
 static kreg_kernel K_ATT_TILED = KREG_KERNEL(KN("attention.tiled"), "tiled causal GQA attention");
 static kreg_kernel K_ATT_PF =
     KREG_KERNEL(KN("attention.prefill"), "causal GQA attention in register tiles for prompt batches (head_dim "
@@ -153,6 +157,10 @@ typedef struct {
     size_t d_btab_cap;
     int mbps;
     int maxlen;       /* max over the batch of pos + 1 */
+    int ndec;         /* batches of > GEMV_MAX_M tokens: how many leading tokens are each the only token of
+                       * their sequence (decode rows, gpu_attention), at begin() (part of graph keys) */
+    int *seqcnt;      /* [seqcnt_cap] tokens per sequence id, scratch of begin() */
+    int seqcnt_cap;
     int att_fuse_opt; /* DOTLM_GPU_ATTN_FUSE=1: the fused attention combine is opted in */
     int fuse_att;     /* opted in and cuda.attention.fused_combine on, at begin() (part of graph keys) */
     int att_cw;       /* cuda.attention.combine_wide on, at begin() (part of graph keys) */
@@ -557,12 +565,34 @@ static void gpu_destroy(dl_backend *be) {
         }
         gpurt_stream_destroy(g->stream);
         free(g->pin);
+        free(g->seqcnt);
         free(g);
     }
     free(be);
 }
 
 /* ---------------- batch state ---------------- */
+
+/* The number of leading tokens of b that are each the only token of their
+ * sequence in b (sequence ids in [0, nseq); 0 when one is not, or when the
+ * scratch cannot grow). */
+static int lead_single_rows(gpu_impl *g, const dl_batch *b, int nseq) {
+    if (nseq <= 0) return 0;
+    if (nseq > g->seqcnt_cap) {
+        int *c = realloc(g->seqcnt, (size_t)nseq * sizeof *c);
+        if (!c) return 0;
+        g->seqcnt = c;
+        g->seqcnt_cap = nseq;
+    }
+    memset(g->seqcnt, 0, (size_t)nseq * sizeof *g->seqcnt);
+    for (int i = 0; i < b->ntok; i++) {
+        if (b->seq[i] < 0 || b->seq[i] >= nseq) return 0;
+        g->seqcnt[b->seq[i]]++;
+    }
+    int n = 0;
+    while (n < b->ntok && g->seqcnt[b->seq[n]] == 1) n++;
+    return n;
+}
 
 static int gpu_begin(dl_backend *be, const dl_batch *b, const dl_kvcache *kv) {
     gpu_impl *g = IMPL(be);
@@ -610,6 +640,7 @@ static int gpu_begin(dl_backend *be, const dl_batch *b, const dl_kvcache *kv) {
     /* opt-in: measured slower (H200, 2026-11-30, Qwen3-8B fp8 decode, one run:
      * 264.6 tok/s with it, 267.3 without at 512; 224.0 / 226.6 at 4096) */
     g->att_warm = own && g->att_warm_opt && kreg_enabled(&K_ATT_WARM);
+    g->ndec = b->ntok > GEMV_MAX_M && kv && kreg_enabled(&K_ATT_DEC) ? lead_single_rows(g, b, kv->max_seqs) : 0;
     gk_norm_prewait_set(kreg_enabled(&K_NORM_PRE));
     gk_silu_actq_v4_set(kreg_enabled(&K_SILUQ_V4));
     const size_t nt = (size_t)(b->ntok > 0 ? b->ntok : 0);
@@ -957,11 +988,49 @@ static void att_split(gpu_impl *g, float *out, const float *q, gk_attn *a, const
     }
 }
 
+/* *a restricted to its rows r0 .. r0 + n - 1 (q and out are offset by the caller). */
+static gk_attn att_rows(gk_attn a, int r0, int n) {
+    a.ntok = n;
+    a.seq += r0;
+    a.pos += r0;
+    return a;
+}
+
+/* Workspace bound of one decode-rows split launch, and a smaller row count
+ * per launch set by tests (gpu_backend_dec_rows_set; 0: the bound only). */
+#define ATT_DEC_WS_MAX ((size_t)64 << 20)
+static int g_dec_rows;
+void gpu_backend_dec_rows_set(int n) { g_dec_rows = n > 0 ? n : 0; }
+
+/* The split-KV attention of rows 0 .. n - 1 of *a (q, out [n * nh][hd]), in
+ * launches of as many rows as keep the partials within ATT_DEC_WS_MAX
+ * (at least one), each counted as cuda.attention.decode_rows. */
+static void att_split_rows(gpu_impl *g, float *out, const float *q, const gk_attn *a, int n) {
+    const gk_attn one = att_rows(*a, 0, 1);
+    const size_t cnt = (size_t)GK_ATTN_NCNT * sizeof(unsigned int), ws1 = gk_attn_split_ws(&one);
+    size_t r = (size_t)n;
+    if (ws1 > cnt && ATT_DEC_WS_MAX > cnt) r = (ATT_DEC_WS_MAX - cnt) / (ws1 - cnt);
+    if (r < 1) r = 1;
+    if (g_dec_rows && r > (size_t)g_dec_rows) r = (size_t)g_dec_rows;
+    const size_t qw = (size_t)a->nh * a->hd;
+    for (int r0 = 0; r0 < n && !g->err; r0 += (int)r) {
+        gk_attn s = att_rows(*a, r0, n - r0 < (int)r ? n - r0 : (int)r);
+        hit(g, &K_ATT_DEC);
+        att_split(g, out + (size_t)r0 * qw, q + (size_t)r0 * qw, &s, NULL);
+    }
+}
+
 /* out[ntok, nh * hd] = causal GQA attention of q over the cache positions
  * [0, pos] of each row's sequence (see k_attention.cu). ntok <= 8 and K/V
  * rows of 16-byte vectors: split-KV decode (workspace g->wsa grown to
- * gk_attn_split_ws bytes, which depends on g->maxlen); else register tiles
- * (k_attn_pf.cu) where the shape fits them, else tiled. */
+ * gk_attn_split_ws bytes, which depends on g->maxlen). Larger batches: their
+ * g->ndec leading rows that are each the only token of their sequence (a
+ * server step's decodes) also take the split kernel, in launches of
+ * bounded workspace (att_split_rows): in the prompt kernels a block of 64
+ * query vectors walks every key of each of its rows' sequences in turn,
+ * so decodes of 16 sequences in one block cost 16 full passes. The other
+ * rows: register tiles (k_attn_pf.cu) where the shape fits them, else
+ * tiled. */
 static void gpu_attention(dl_backend *be, float *out, const float *q, const dl_kvcache *kv, int layer, int nh,
                           float scale) {
     gpu_impl *g = IMPL(be);
@@ -977,6 +1046,14 @@ static void gpu_attention(dl_backend *be, float *out, const float *q, const dl_k
     if (g->ntok <= GEMV_MAX_M && gk_attn_split_ok(&a) && kreg_enabled(&K_ATT_SPLIT)) {
         att_split(g, out, q, &a, NULL);
         return;
+    }
+    if (g->ndec > 0 && gk_attn_split_ok(&a) && kreg_enabled(&K_ATT_SPLIT)) {
+        att_split_rows(g, out, q, &a, g->ndec);
+        if (g->ndec == g->ntok) return;
+        const size_t off = (size_t)g->ndec * nh * kv->head_dim;
+        a = att_rows(a, g->ndec, g->ntok - g->ndec);
+        q += off;
+        out += off;
     }
     if (gk_attn_pf_ok(&a, q, out) && use(g, &K_ATT_PF)) {
         TIMED(g, &K_ATT_PF, gk_attn_pf(g->stream, out, q, &a));
@@ -1178,6 +1255,8 @@ static int gpu_graph_begin(dl_backend *be, uint64_t key) {
     key ^= (uint64_t)kreg_enabled(&K_NORM_PRE) * 0xA0761D6478BD642Full;
     key ^= (uint64_t)kreg_enabled(&K_SILUQ_V4) * 0xE7037ED1A0B428DBull;
     key ^= (uint64_t)kreg_enabled(&K_ATT_KL) * 0x8EBC6AF09C88C6E3ull; /* the attention kernel chosen */
+    key ^= (uint64_t)(g->ndec + 1) * 0x3C79AC492BA7B653ull;           /* and the rows it takes */
+    key ^= (uint64_t)(g_dec_rows + 1) * 0x1C69B3F74AC4AE35ull;
     return gpu_graphs_begin(g->graphs, key, g->stream);
 }
 

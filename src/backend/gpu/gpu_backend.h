@@ -24,3 +24,7 @@ struct gpu_prof *gpu_backend_prof(dl_backend *be);
 /* Count (as <backend>.pdl dispatches) the PDL launches made since
  * gk_pdl_launches() returned `before`. */
 void gpu_backend_pdl_count(dl_backend *be, unsigned long long before);
+/* For tests: at most n rows per split-KV launch of a large batch's decode
+ * rows (cuda.attention.decode_rows; 0: only the workspace bound), for
+ * every GPU backend of the process. Part of the graph key. */
+void gpu_backend_dec_rows_set(int n);
