@@ -321,9 +321,10 @@ static int variant_spec(int v, int fp8, char *buf, size_t n) {
      * every widening, loop, u, na, wpb and rows */
     /* ... and the W8A8 register GEMV's K split (by shape, none, 2 or 4 warps: period 12) */
     static const int i8ks[4] = {0, 1, 2, 4};
-    snprintf(buf, n, "v1,fp8=%s,u=%d,na=%d,wpb=%d,i8u=%d,i8na=%d,i8wpb=%d,%s,loop=%d,ring=%d,i8ring=%d,i8ks=%d",
+    /* ... and the permuted activations of M >= 3 (period 10) */
+    snprintf(buf, n, "v1,fp8=%s,u=%d,na=%d,wpb=%d,i8u=%d,i8na=%d,i8wpb=%d,%s,loop=%d,ring=%d,i8ring=%d,i8ks=%d,xp=%d",
              f8[fi], u, na, wpb ? 8 : 4, u, na, wpb ? 8 : 4, rows[r], v % 3, (v / 2) % 3, (v / 2) % 2,
-             i8ks[(v / 3) % 4]);
+             i8ks[(v / 3) % 4], (v / 5) % 2);
     return 1;
 }
 
@@ -389,7 +390,14 @@ static void test_multi_and_variants(int block_only) {
                         const unsigned long long fold0 = gk_gemv_fold_launches();
                         const unsigned long long un0 = gk_gemv_unscaled_launches();
                         const unsigned long long ks0 = gk_int8_ksplit_launches();
+                        const unsigned long long xp0 = gk_gemv_xperm_launches();
                         check_job(&j, spec, 0, hs);
+                        /* float GEMVs of 8-bit weights read x permuted exactly where asked for (xp=1,
+                         * M >= 3, L1 no-allocate weight loads; every k here is a multiple of the chunk) */
+                        const int wxp = !is_w8a8(&FMTS[f]) && dt_size(FMTS[f].dt) == 1 && M >= 3 &&
+                                        strstr(spec, ",xp=1") && strstr(spec, ",na=1,");
+                        CHECKF((gk_gemv_xperm_launches() > xp0) == (wxp != 0), "variant %s %s M=%d: xperm %s", spec,
+                               FMTS[f].name, M, wxp ? "not launched" : "unexpected");
                         /* the W8A8 register GEMV split K where asked for (2, 4) or where the shape
                          * calls for it (by shape: >= 8 chunks of 16 bytes per lane unsplit) */
                         if (is_w8a8(&FMTS[f]) && (!strstr(spec, "i8ring=1") || !gk_gemv_ring_supported())) {
@@ -647,6 +655,10 @@ int main(void) {
     char s[256];
     gk_gemv_tune_str(s, sizeof s);
     printf("GEMV settings at start: %s\n", s);
+    /* the permuted activations' workspace (M <= 8 rows of the longest k here) */
+    const size_t xpb = (size_t)8 * 8192 * sizeof(float);
+    void *xpws = dalloc(xpb);
+    gk_gemv_xperm_ws(xpws, xpb);
     test_refusals();
     test_fold_range();
     test_multi_and_variants(0);
@@ -659,6 +671,8 @@ int main(void) {
     test_multi_and_variants(1);
     test_gate_up_silu(1);
     g_bn = 128;
+    gk_gemv_xperm_ws(NULL, 0);
+    gpu->free(gpu, xpws);
     be_destroy(gpu);
     be_destroy(cpu);
     return TEST_END();

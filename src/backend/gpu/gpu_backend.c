@@ -128,6 +128,10 @@ static kreg_kernel K_UNSC =
 static kreg_kernel K_I8KS = KREG_KERNEL(KN("int8_gemv_ksplit"), "W8A8 GEMV launches with a weight's K split over 2 "
                                                                 "or 4 warps (opt-in: DOTLM_GEMV=i8ks=0; exact int32 "
                                                                 "sums, same bits); off: one warp per row group");
+static kreg_kernel K_XPERM =
+    KREG_KERNEL(KN("gemv_xperm"), "fp8 / int8 weight-only GEMV launches at M >= 3 reading x permuted by a small "
+                                  "kernel so that a warp's activation loads are contiguous (same bits); off: "
+                                  "strided loads");
 static kreg_kernel K_PDL = KREG_KERNEL(KN("pdl"), "launches that may start before the kernel ahead ends (programmatic "
                                                   "dependent launch, sm_90+); GEMVs stream weights meanwhile");
 
@@ -160,6 +164,8 @@ typedef struct {
     int ndec;         /* batches of > GEMV_MAX_M tokens: how many leading tokens are each the only token of
                        * their sequence (decode rows, gpu_attention), at begin() (part of graph keys) */
     int *seqcnt;      /* [seqcnt_cap] tokens per sequence id, scratch of begin() */
+    void *xpb;        /* the GEMVs' permuted activations (xperm_begin) */
+    size_t xpb_cap;
     int seqcnt_cap;
     int att_fuse_opt; /* DOTLM_GPU_ATTN_FUSE=1: the fused attention combine is opted in */
     int fuse_att;     /* opted in and cuda.attention.fused_combine on, at begin() (part of graph keys) */
@@ -370,6 +376,26 @@ static int ensure_dev(gpu_impl *g, void **buf, size_t *cap, size_t need) {
     return 0;
 }
 
+/* Before float GEMV launches of M rows of k columns: the workspace the
+ * kernels permute x into at M >= 3 (cuda.gemv_xperm; gk_gemv_xperm_ws), or
+ * none (switch off, M < 3, or a capture that cannot grow it). Returns the
+ * launch count so far, for xperm_done. */
+static unsigned long long xperm_begin(gpu_impl *g, int M, int64_t k) {
+    void *ws = NULL;
+    size_t cap = 0;
+    if (M >= 3 && kreg_enabled(&K_XPERM)) {
+        const size_t need = (size_t)GEMV_MAX_M * (size_t)k * sizeof(float);
+        if (!ensure_dev(g, &g->xpb, &g->xpb_cap, need)) ws = g->xpb, cap = g->xpb_cap;
+    }
+    gk_gemv_xperm_ws(ws, cap);
+    return gk_gemv_xperm_launches();
+}
+/* After them: one cuda.gemv_xperm dispatch per launch that read x permuted. */
+static void xperm_done(gpu_impl *g, unsigned long long before) {
+    hits_since(g, &K_XPERM, before, gk_gemv_xperm_launches());
+    gk_gemv_xperm_ws(NULL, 0);
+}
+
 /* ---------------- memory ---------------- */
 
 static void *gpu_alloc(dl_backend *be, size_t bytes) {
@@ -566,6 +592,7 @@ static void gpu_destroy(dl_backend *be) {
         gpurt_stream_destroy(g->stream);
         free(g->pin);
         free(g->seqcnt);
+        gpurt_free(g->xpb);
         free(g);
     }
     free(be);
@@ -835,6 +862,7 @@ static void matmul_prepared(gpu_impl *g, float *y, const gpu_act *a, const dl_we
         const int dot2 = w->dtype == DT_F8E4M3 && g->dot2; /* e5m2 products overflow fp16 */
         kreg_kernel *kk = dot2 ? &K_DOT2 : &K_GEMV[s];
         if (use(g, kk)) {
+            const unsigned long long x0 = xperm_begin(g, dot2 ? 0 : M, gk->k);
             for (int r0 = 0; r0 < M; r0 += GEMV_MAX_M) {
                 const int m = M - r0 < GEMV_MAX_M ? M - r0 : GEMV_MAX_M;
                 float *yc = y + (size_t)r0 * gk->n;
@@ -842,6 +870,7 @@ static void matmul_prepared(gpu_impl *g, float *y, const gpu_act *a, const dl_we
                 if (dot2) TIMED(g, kk, gk_gemv_fp8_dot2(g->stream, yc, xc, gk, m));
                 else TIMED(g, kk, gk_gemv(g->stream, yc, xc, gk, m));
             }
+            xperm_done(g, x0);
             return;
         }
     }
@@ -909,11 +938,13 @@ static void gpu_matmul_n(dl_backend *be, float *const *ys, const float *x, const
             }
         } else if (((uintptr_t)a.x & 15) == 0 && (M <= GEMV_MAX_M || (K & 3) == 0) && gk_gemv_multi_ok(&mw) &&
                    kreg_enabled(&K_GEMV[dt_slot(ws[0]->dtype)]) && use(g, &K_MULTI)) {
+            const unsigned long long x0 = xperm_begin(g, M, K);
             for (int r0 = 0; r0 < M; r0 += GEMV_MAX_M) {
                 const int m = M - r0 < GEMV_MAX_M ? M - r0 : GEMV_MAX_M;
                 for (int i = 0; i < n; i++) mw.y[i] = ys[i] + (size_t)r0 * mw.w[i].n;
                 TIMED(g, &K_MULTI, gk_gemv_multi(g->stream, &mw, a.x + (size_t)r0 * K, m));
             }
+            xperm_done(g, x0);
             return;
         }
     }
@@ -1114,6 +1145,7 @@ static void gpu_gate_up_silu(dl_backend *be, float *out, float *gate_buf, float 
             if (prep_act(g, &a, x, gate, M)) return;
             if (((uintptr_t)a.x & 15) == 0 && use(g, &K_GU_SILU)) {
                 g->qc_valid = 0;
+                const unsigned long long x0 = xperm_begin(g, M, K);
                 for (int r0 = 0; r0 < M; r0 += GEMV_MAX_M) { /* GEMV_MAX_M rows per launch, as matmul_n */
                     const int m = M - r0 < GEMV_MAX_M ? M - r0 : GEMV_MAX_M;
                     mw.y[0] = gate_buf + (size_t)r0 * n;
@@ -1121,6 +1153,7 @@ static void gpu_gate_up_silu(dl_backend *be, float *out, float *gate_buf, float 
                     mw.silu = out + (size_t)r0 * n;
                     TIMED(g, &K_GU_SILU, gk_gemv_silu(g->stream, &mw, a.x + (size_t)r0 * K, m));
                 }
+                xperm_done(g, x0);
                 return;
             }
         }

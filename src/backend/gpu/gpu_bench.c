@@ -381,9 +381,15 @@ typedef struct {
     const float *xs;
     float *y;
 } kern_ctx;
+/* The GEMV kernels' permuted-activation workspace (gk_gemv_xperm_ws: M >= 3
+ * with the xp knob), as the backend gives them; set before each launch,
+ * since the backend's own matmuls clear it after theirs. */
+static void *g_xpws;
+#define XPWS_BYTES ((size_t)8 * 32768 * sizeof(float))
 static void kern_fn(void *c, int i) {
     kern_ctx *k = c;
     void *st = gpu_backend_stream(be);
+    gk_gemv_xperm_ws(g_xpws, g_xpws ? XPWS_BYTES : 0);
     const gk_weight *g = k->g[i % k->ncopy];
     if (k->w8a8) gk_int8_gemv(st, k->y, k->xq, k->xs, g, k->M, k->kp);
     else gk_gemv(st, k->y, k->x, g, k->M);
@@ -441,6 +447,7 @@ typedef struct {
 static void multi_fn(void *c, int i) {
     multi_ctx *m = c;
     void *st = gpu_backend_stream(be);
+    gk_gemv_xperm_ws(g_xpws, g_xpws ? XPWS_BYTES : 0);
     const gk_weight *const *g = m->g[i % m->ncopy];
     if (m->multi) {
         gk_multi mw;
@@ -475,6 +482,7 @@ int main(int argc, char **argv) {
     }
     if (do_sweep) sweep(quick);
     if (!do_bench) return n_fail ? 1 : 0;
+    g_xpws = be->alloc(be, XPWS_BYTES);
 
     /* copy bandwidth */
     const size_t cb = (size_t)1 << 30;
@@ -728,6 +736,7 @@ int main(int argc, char **argv) {
     free(rows);
     free(venv);
     printf("\nsweep: %d passed, %d failed; total %.1f s\n", n_pass, n_fail, now_s() - t0);
+    be->free(be, g_xpws);
     be->destroy(be);
     return n_fail ? 1 : 0;
 }

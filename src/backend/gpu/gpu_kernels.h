@@ -93,6 +93,13 @@ void gk_gemv_fold_allow(int on);
  * per-chunk scale load (the same bits), and their gate (default on). */
 unsigned long long gk_gemv_unscaled_launches(void);
 void gk_gemv_unscaled_allow(int on);
+/* Permuted activations (gpu_tune.h xp=1, the default): float GEMV
+ * launches of 8-bit weights at M >= 3 first copy x into ws (at least M * k floats; set by
+ * the caller before its launches, NULL: none) in the order the kernel's
+ * lanes read it, so that a warp's activation loads are contiguous; the
+ * same bits. Launches made so (the cuda.gemv_xperm dispatch counter). */
+void gk_gemv_xperm_ws(void *ws, size_t bytes);
+unsigned long long gk_gemv_xperm_launches(void);
 
 /* ---- matmul (k_matmul_float.cu, k_matmul_int8.cu, k_actq.cu) ----
  * y[M, n] = x[M, k] W^T (+ bias). */

@@ -5,9 +5,9 @@
  * DOTLM_GEMV (read once, at the first GEMV). Spec: comma-separated
  * key=value, or the words "default" and "v1" (the kernels before the
  * variants existed: fp8=f32,u=2,na=0,wpb=4,r1=0,rm=0,i8u=2,i8na=0,i8wpb=4,
- * i8r1=0,i8rm=0,loop=0,ring=0,i8ring=0,i8ks=1; "default" is fp8=fold,u=0,na=1,
- * wpb=4,r1=0,rm=0,i8u=0,i8na=1,i8wpb=4,i8r1=2,i8rm=0,loop=0,ring=1,i8ring=0,
- * i8ks=1: fastest measured
+ * i8r1=0,i8rm=0,loop=0,ring=0,i8ring=0,i8ks=1,xp=0; "default" is fp8=fold,u=0,
+ * na=1,wpb=4,r1=0,rm=0,i8u=0,i8na=1,i8wpb=4,i8r1=2,i8rm=0,loop=0,ring=1,
+ * i8ring=0,i8ks=1,xp=1: fastest measured
  * end to end, see the comment at cfg_default). Keys:
  *   fp8=f32|f32s|h2|h2x|fold  fp8 widening (f32 = the original; f32s, fold:
  *                    e4m3 at M <= 2 only; h2x: e4m3, the 2^8 of h2 moved
@@ -38,6 +38,10 @@
  *   i8ks=0|1|2|4     warps splitting K in the W8A8 register GEMV (0: by
  *                    shape, see i8_ks in k_matmul_int8.cu; 1: none; 2, 4:
  *                    forced; the same bits every way: exact int32 sums)
+ *   xp=0|1           float GEMVs of 8-bit weights at M >= 3 (na=1, k a
+ *                    multiple of the chunk) read x permuted into the
+ *                    workspace the caller set (gk_gemv_xperm_ws), lanes'
+ *                    loads contiguous
  * Not thread-safe: call between launches, from the thread that launches. */
 #pragma once
 #include <stddef.h>

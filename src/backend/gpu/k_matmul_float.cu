@@ -300,11 +300,11 @@ static __device__ __forceinline__ void dl_gv_rows(const dl_gv_sel &g, const dl_g
  * 2^8 where the widening moved that factor into x (dl_gv<DT, CV>::XS;
  * exact for |x| < 2^120). */
 template <int DT, int CV>
-static __device__ __forceinline__ void dl_gv_xload(const float *p, float *xv) {
+static __device__ __forceinline__ void dl_gv_xload(const float *p, float *xv, int qs = 1) {
     const float4 *xp = (const float4 *)p;
 #pragma unroll
     for (int q = 0; q < dl_wt<DT>::VEC / 4; q++) {
-        const float4 t = xp[q];
+        const float4 t = xp[q * qs];
         xv[4 * q] = t.x; xv[4 * q + 1] = t.y; xv[4 * q + 2] = t.z; xv[4 * q + 3] = t.w;
         if (dl_gv<DT, CV>::XS)
 #pragma unroll
@@ -324,7 +324,25 @@ static constexpr __host__ __device__ bool dl_is_f16_32(int dt) {
  * acc[r][m]) with s the chunk's block scale (srow[r][kk / bk] through the
  * umulhi magic; 1 without block scales). The one definition of a chunk's
  * arithmetic for every float GEMV K loop but dl_k_gemv_fp. */
-template <int DT, int CV, int R, int MR>
+/* Permuted activations (XP, gk_gemv_xperm_ws): where the chunk at element
+ * kk of a row starts in x' and the stride of its 4-float quads, in floats.
+ * K is cut into groups of G = DL_WARP * VEC elements (the last one may be
+ * shorter: nl = its chunks); quad q of the group's chunk l (elements
+ * g0 + l VEC + 4 q ..) is at g0 + 4 nl q + 4 l, so a warp's loads of one
+ * quad are contiguous instead of VEC floats apart. The same values, hence
+ * the same products and bits. Needs K % VEC == 0. */
+template <int VEC> static __host__ __device__ __forceinline__ int dl_xp_nl(int g0, int K) {
+    const int n = (K - g0) / VEC;
+    return n < DL_WARP ? n : DL_WARP;
+}
+template <int VEC> static __device__ __forceinline__ int dl_xp_at(int kk, int K, int *qs) {
+    constexpr int G = DL_WARP * VEC;
+    const int g0 = kk & ~(G - 1), nl = dl_xp_nl<VEC>(g0, K);
+    *qs = nl; /* in float4 */
+    return g0 + ((kk - g0) / VEC) * 4;
+}
+
+template <int DT, int CV, int R, int MR, bool XP = false>
 static __device__ __forceinline__ void dl_gv_chunk(const uint4 (&raw)[R], const float *__restrict__ x, int K, int kk,
                                                    const float *const (&srow)[R], unsigned magic, float (&acc)[R][MR]) {
     typedef dl_wt<DT> T;
@@ -341,10 +359,12 @@ static __device__ __forceinline__ void dl_gv_chunk(const uint4 (&raw)[R], const 
         s[r] = NOS ? 1.0f : srow[r][__umulhi((unsigned)kk, magic)];
         if (G::FOLD) s[r] *= 256.0f; /* exact */
     }
+    int qs = 1;
+    const int xo = XP ? dl_xp_at<T::VEC>(kk, K, &qs) : kk;
 #pragma unroll
     for (int m = 0; m < MR; m++) {
         float xv[T::VEC];
-        dl_gv_xload<DT, CV>(x + (int64_t)m * K + kk, xv);
+        dl_gv_xload<DT, CV>(x + (int64_t)m * K + xo, xv, qs);
 #pragma unroll
         for (int r = 0; r < R; r++) {
             float p = 0.0f;
@@ -367,7 +387,7 @@ static __device__ __forceinline__ void dl_gv_chunk(const uint4 (&raw)[R], const 
  * block shape leave that order, hence every bit, unchanged. Tail rows
  * recompute the last row and are not stored. Needs gk_gemv_ok and a 16-byte
  * aligned x; in-row offsets are 32-bit (k * element size < 2^31). */
-template <int DT, int MR, int R, int U, int CV, int NA>
+template <int DT, int MR, int R, int U, int CV, int NA, bool XP = false>
 __global__ void __launch_bounds__(GEMV_MAXT)
     dl_k_gemv_f(const float *__restrict__ x, const dl_gv_job j) {
     typedef dl_wt<DT> T;
@@ -403,7 +423,7 @@ __global__ void __launch_bounds__(GEMV_MAXT)
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const int kk = k0 + u * step;
-            if (kk < K) dl_gv_chunk<DT, CV, R, MR>(raw[u], x, K, kk, srow, magic, acc);
+            if (kk < K) dl_gv_chunk<DT, CV, R, MR, XP>(raw[u], x, K, kk, srow, magic, acc);
         }
     };
     int k0 = (lane + DL_WARP * wks) * T::VEC;
@@ -451,7 +471,7 @@ __global__ void __launch_bounds__(GEMV_MAXT)
 /* S = 3 stages (knob ring=2): chunks 0 and 1 are both requested before the
  * PDL wait (twice the weights in flight while the kernel ahead finishes),
  * and chunk c + 2 is requested as chunk c is consumed. */
-template <int DT, int MR, int R, int CV, int S>
+template <int DT, int MR, int R, int CV, int S, bool XP = false>
 __global__ void __launch_bounds__(GEMV_MAXT, MR == 1 ? 4 : 0)
     dl_k_gemv_fa(const float *__restrict__ x, const dl_gv_job j, int late, int spre) {
     static_assert(S == 2 || S == 3, "two or three ring stages");
@@ -515,7 +535,7 @@ __global__ void __launch_bounds__(GEMV_MAXT, MR == 1 ? 4 : 0)
         uint4 raw[R];
 #pragma unroll
         for (int r = 0; r < R; r++) raw[r] = slot[r * T_];
-        dl_gv_chunk<DT, CV, R, MR>(raw, x, K, kk, srow, magic, acc);
+        dl_gv_chunk<DT, CV, R, MR, XP>(raw, x, K, kk, srow, magic, acc);
         kk += step;
     }
     if (late) dl_pdl_trigger();
@@ -746,6 +766,33 @@ extern "C" int gk_gemv_ok(const gk_weight *w) {
 }
 
 
+/* ---- permuted activations (knob xp, gk_gemv_xperm_ws) ---- */
+
+/* xp [M][K] = x [M][K] in the order dl_xp_at reads (VEC = the weight
+ * format's elements per 16-byte chunk; K % VEC == 0); n4 = M * K / 4. */
+template <int VEC>
+__global__ void __launch_bounds__(256) dl_k_xperm(float *__restrict__ xp, const float *__restrict__ x, int n4, int K) {
+    dl_pdl_enter(); /* x was just written */
+    constexpr int G = DL_WARP * VEC;
+    for (int o = blockIdx.x * blockDim.x + threadIdx.x; o < n4; o += gridDim.x * blockDim.x) {
+        const int e = o * 4, m = e / K, k = e - m * K;
+        const int g0 = k & ~(G - 1), nl = dl_xp_nl<VEC>(g0, K), r = (k - g0) / 4;
+        const int q = r / nl, l = r - q * nl;
+        *(float4 *)(xp + e) = *(const float4 *)(x + (int64_t)m * K + g0 + l * VEC + q * 4);
+    }
+}
+
+/* The workspace the launchers permute x into (NULL: none; set by the
+ * caller before its launches), and the launches made with it. */
+static float *g_xp_ws = nullptr;
+static size_t g_xp_cap = 0;
+static unsigned long long g_xp_n = 0;
+extern "C" void gk_gemv_xperm_ws(void *ws, size_t bytes) {
+    g_xp_ws = (float *)ws;
+    g_xp_cap = ws ? bytes : 0;
+}
+extern "C" unsigned long long gk_gemv_xperm_launches(void) { return g_xp_n; }
+
 /* ---- GEMV variants (dl_gemv_cfg) ---- */
 
 /* Launches through dl_k_gemv_fa (host side, the launching thread), and the
@@ -815,12 +862,14 @@ extern "C" int gk_gemv_ring_supported(void) {
 struct gv_knobs {
     dl_gemv_cfg c;
     int loop;
+    int xp; /* 1: 8-bit-weight float GEMVs at M >= 3 read x permuted (dl_k_xperm) when the caller gave a workspace */
 };
 #define GV_LOOP_MAXM 2
 
 static void cfg_v1(gv_knobs *k) { /* the kernels as they were before the variants */
     k->c = dl_gemv_cfg{DL_FP8_F32, 2, 0, 4, 0, 0, 2, 0, 4, 0, 0, 0, 0, 1};
     k->loop = 0;
+    k->xp = 0;
 }
 /* fp8: h2 in the first K loop (until fold, below). Measured on the H200 (2026-11-30, Qwen3-8B
  * fp8 decode at 512): 248.7 tok/s, against 230.9 with h2x in the pipelined
@@ -849,6 +898,7 @@ static void cfg_v1(gv_knobs *k) { /* the kernels as they were before the variant
 static void cfg_default(gv_knobs *k) {
     k->c = dl_gemv_cfg{DL_FP8_FOLD, 0, 1, 4, 0, 0, 0, 1, 4, 2, 0, 1, 0, 1};
     k->loop = 0;
+    k->xp = 1;
 }
 
 /* Apply a spec "key=value,key=value" (or the words "default" / "v1") to k.
@@ -889,7 +939,7 @@ static int cfg_apply(gv_knobs *k, const char *spec) {
             {"u", &c->u, U24}, {"na", &c->na, B01}, {"wpb", &c->wpb, W48}, {"r1", &c->r1, R},
             {"rm", &c->rm, R}, {"i8u", &c->i8u, U24}, {"i8na", &c->i8na, B01}, {"i8wpb", &c->i8wpb, W48},
             {"i8r1", &c->i8r1, R}, {"i8rm", &c->i8rm, R}, {"loop", &k->loop, L012}, {"ring", &c->ring, L012},
-            {"i8ring", &c->i8ring, B01}, {"i8ks", &c->i8ks, R}};
+            {"i8ring", &c->i8ring, B01}, {"i8ks", &c->i8ks, R}, {"xp", &k->xp, B01}};
         size_t i = 0;
         for (; i < sizeof tab / sizeof tab[0]; i++)
             if (!strcmp(key, tab[i].k)) break;
@@ -939,9 +989,10 @@ extern "C" void gk_gemv_tune_str(char *buf, size_t n) {
     const dl_gemv_cfg &c = k.c;
     static const char *f8[5] = {"f32", "h2", "fold", "f32s", "h2x"};
     snprintf(buf, n,
-             "fp8=%s,u=%d,na=%d,wpb=%d,r1=%d,rm=%d,i8u=%d,i8na=%d,i8wpb=%d,i8r1=%d,i8rm=%d,loop=%d,ring=%d,i8ring=%d,i8ks=%d",
+             "fp8=%s,u=%d,na=%d,wpb=%d,r1=%d,rm=%d,i8u=%d,i8na=%d,i8wpb=%d,i8r1=%d,i8rm=%d,loop=%d,ring=%d,i8ring=%d,i8ks=%d,"
+             "xp=%d",
              f8[c.fp8], c.u, c.na, c.wpb, c.r1, c.rm, c.i8u, c.i8na, c.i8wpb, c.i8r1, c.i8rm, k.loop, c.ring, c.i8ring,
-             c.i8ks);
+             c.i8ks, k.xp);
 }
 
 /* One float GEMV launch: the job's weights, the output pointers, M, knobs
@@ -955,6 +1006,7 @@ struct gv_call {
     dl_gemv_cfg cfg;
     int loop;
     float *silu; /* gate/up pair (gk_gemv_silu): w[0] gate, w[1] up; else NULL */
+    float *xpws; /* M >= 3 with knob xp: a workspace of >= M * k floats to permute x into (gv_go), else NULL */
 };
 
 /* Warps splitting a weight's K (part of the GEMV's summation order, so a
@@ -995,9 +1047,8 @@ static int gv_ks(const gk_weight &w, int vec) {
     return dl_ks_by_shape(w.n, chunks, gv_ks_maxn());
 }
 
-template <int DT, int MR, int R, int U, int CV, int NA>
-static void gv_go(const gv_call &c) {
-    if constexpr (CV == DL_FP8_FOLD) g_fold_n++;
+template <int DT, int MR, int R, int U, int CV, int NA, bool XP>
+static void gv_go_k(const gv_call &c) {
     dl_gv_job j;
     int ks[GK_MULTI_MAX] = {1, 1, 1};
     for (int i = 0; i < c.count; i++) ks[i] = gv_ks(c.w[i], dl_wt<DT>::VEC);
@@ -1028,14 +1079,14 @@ static void gv_go(const gv_call &c) {
                 /* 48 KiB of ring plus the epilogue's static array pass the default per-block limit */
                 static bool big = false;
                 if (!big) {
-                    (void)cudaFuncSetAttribute((const void *)dl_k_gemv_fa<DT, MR, R, CV, 3>,
+                    (void)cudaFuncSetAttribute((const void *)dl_k_gemv_fa<DT, MR, R, CV, 3, XP>,
                                                cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024);
                     big = true;
                 }
-                return dl_launch(dl_k_gemv_fa<DT, MR, R, CV, 3>, grid, c.cfg.wpb * DL_WARP, smem, c.st, c.x, j, late,
+                return dl_launch(dl_k_gemv_fa<DT, MR, R, CV, 3, XP>, grid, c.cfg.wpb * DL_WARP, smem, c.st, c.x, j, late,
                                  dl_ring_spre());
             }
-            return dl_launch(dl_k_gemv_fa<DT, MR, R, CV, 2>, grid, c.cfg.wpb * DL_WARP, smem, c.st, c.x, j, late,
+            return dl_launch(dl_k_gemv_fa<DT, MR, R, CV, 2, XP>, grid, c.cfg.wpb * DL_WARP, smem, c.st, c.x, j, late,
                              dl_ring_spre());
         }
     }
@@ -1061,7 +1112,40 @@ static void gv_go(const gv_call &c) {
             return dl_launch(dl_k_gemv_f<DT, MR, R, U, 1, NA>, grid, c.cfg.wpb * DL_WARP, 0, c.st, c.x, j);
         }
     }
-    dl_launch(dl_k_gemv_f<DT, MR, R, U, CV, NA>, grid, c.cfg.wpb * DL_WARP, 0, c.st, c.x, j);
+    dl_launch(dl_k_gemv_f<DT, MR, R, U, CV, NA, XP>, grid, c.cfg.wpb * DL_WARP, 0, c.st, c.x, j);
+}
+
+/* One launch of the job: 8-bit weights (16 codes per chunk) at M >= 3
+ * (c.xpws set: knob xp and a workspace), with L1 no-allocate weight loads
+ * (NA = 1, the default) and K a multiple of the chunk: x is first permuted
+ * into the workspace (dl_k_xperm) and the kernels read it there (XP). A
+ * lane's chunk needs 16 floats of each activation row, 64 bytes after the
+ * next lane's, so a warp's load of one 16-byte quad touched 16 L1 lines for
+ * 512 bytes. Same values and order: the same bits. H200, 2026-12-02
+ * (bench/h200-2026-12-02/run6, through the backend, % of the copy bandwidth
+ * on 5120x17408 / 17408x5120 / 6144x5120): fp8 M = 8 25.0 / 20.6 / 19.5
+ * against 16.2 / 14.5 / 14.7, M = 4 33.9 / 31.7 / 29.5 against 28.0 /
+ * 25.4 / 25.7; bf16 (8 elements per chunk, 32 bytes apart) M = 4 55.7
+ * against 61.6 on 5120x17408 (the extra launch outweighs it), so 16-bit and
+ * 32-bit weights keep the strided loads. */
+template <int DT, int MR, int R, int U, int CV, int NA>
+static void gv_go(const gv_call &c) {
+    if constexpr (CV == DL_FP8_FOLD) g_fold_n++;
+    constexpr int VEC = dl_wt<DT>::VEC;
+    if constexpr (MR > 2 && MR > GV_LOOP_MAXM && NA == 1 && VEC >= 16) {
+        const int64_t K = c.w[0].k;
+        if (c.xpws && K % VEC == 0 && K <= INT32_MAX / 8) {
+            const int n4 = (int)(MR * K / 4);
+            dl_launch(dl_k_xperm<VEC>, dim3((unsigned)(DL_CDIV(n4, 256) < 2048 ? DL_CDIV(n4, 256) : 2048)), dim3(256),
+                      0, c.st, c.xpws, c.x, n4, (int)K);
+            g_xp_n++;
+            gv_call p = c;
+            p.x = c.xpws;
+            p.xpws = nullptr;
+            return gv_go_k<DT, MR, R, U, CV, NA, true>(p);
+        }
+    }
+    gv_go_k<DT, MR, R, U, CV, NA, false>(c);
 }
 
 /* Knob -> template. Instantiated: every format with U = 2 and NA = 0/1 at
@@ -1145,7 +1229,8 @@ static void gv_run(cudaStream_t st, const float *x, const gk_weight *w, float *c
     const gv_knobs &k = cfg_ref();
     const int dt = w[0].dtype;
     const int loop = k.loop == 2 || (k.loop == 1 && dl_is_fp8(dt));
-    const gv_call c = {st, x, w, y, count, k.c, loop, silu};
+    const bool xp = k.xp && M >= 3 && g_xp_ws && (size_t)M * (size_t)w[0].k * sizeof(float) <= g_xp_cap;
+    const gv_call c = {st, x, w, y, count, k.c, loop, silu, xp ? g_xp_ws : nullptr};
     switch (dt) {
     case DT_F32: gv_m<DT_F32>(c, M); break;
     case DT_F16: gv_m<DT_F16>(c, M); break;
