@@ -1040,7 +1040,7 @@ static void att_split_rows(gpu_impl *g, float *out, const float *q, const gk_att
     const gk_attn one = att_rows(*a, 0, 1);
     const size_t cnt = (size_t)GK_ATTN_NCNT * sizeof(unsigned int), ws1 = gk_attn_split_ws(&one);
     size_t r = (size_t)n;
-    if (ws1 > cnt && ATT_DEC_WS_MAX > cnt) r = (ATT_DEC_WS_MAX - cnt) / (ws1 - cnt);
+    if (ws1 > cnt) r = (ATT_DEC_WS_MAX - cnt) / (ws1 - cnt); /* ws1 = 0: one segment, no partials */
     if (r < 1) r = 1;
     if (g_dec_rows && r > (size_t)g_dec_rows) r = (size_t)g_dec_rows;
     const size_t qw = (size_t)a->nh * a->hd;

@@ -71,10 +71,10 @@ static __device__ __forceinline__ float pf_sum16(float v) {
     return v;
 }
 
-/* One tile of K or V rows: pf_load issues this thread's 16-byte loads of
+/* One tile of K or V rows: load() issues this thread's 16-byte loads of
  * positions k0 .. k0 + nc - 1 of sequence S, KV head g (rows past nc or on
  * an unmapped page are zeros; consecutive threads read consecutive chunks
- * of a row); pf_store widens them into dst [PF_BK][HD + 4] floats. */
+ * of a row); store() widens them into dst [PF_BK][HD + 4] floats. */
 template <int KF16, int HD, int T> struct pf_tile {
     static constexpr int VE = KF16 ? 8 : 4, NCH = HD / VE, ST = HD + 4, NL = PF_BK * NCH / T;
     uint4 r[NL];

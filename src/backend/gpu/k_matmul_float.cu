@@ -296,9 +296,10 @@ static __device__ __forceinline__ void dl_gv_rows(const dl_gv_sel &g, const dl_g
     }
 }
 
-/* The VEC activations of one chunk at p (16-byte aligned) into xv, times
- * 2^8 where the widening moved that factor into x (dl_gv<DT, CV>::XS;
- * exact for |x| < 2^120). */
+/* The VEC activations of one chunk at p (16-byte aligned; its 4-float
+ * quads qs float4 apart: 1 in x itself, more in permuted x, dl_xp_at) into
+ * xv, times 2^8 where the widening moved that factor into x (dl_gv<DT,
+ * CV>::XS; exact for |x| < 2^120). */
 template <int DT, int CV>
 static __device__ __forceinline__ void dl_gv_xload(const float *p, float *xv, int qs = 1) {
     const float4 *xp = (const float4 *)p;
@@ -318,14 +319,9 @@ static constexpr __host__ __device__ bool dl_is_f16_32(int dt) {
     return dt == DT_BF16 || dt == DT_F16 || dt == DT_F32;
 }
 
-/* One 16-byte chunk per row (raw[r], at element kk of row r) folded into
- * acc: widened (dl_gv<DT, CV>), each row's partial p over the chunk by
- * sequential FMAs with every activation row m, then acc[r][m] = fma(p, s,
- * acc[r][m]) with s the chunk's block scale (srow[r][kk / bk] through the
- * umulhi magic; 1 without block scales). The one definition of a chunk's
- * arithmetic for every float GEMV K loop but dl_k_gemv_fp. */
 /* Permuted activations (XP, gk_gemv_xperm_ws): where the chunk at element
- * kk of a row starts in x' and the stride of its 4-float quads, in floats.
+ * kk of a row starts in x' (in floats, the return value) and the stride of
+ * its 4-float quads (in float4, *qs).
  * K is cut into groups of G = DL_WARP * VEC elements (the last one may be
  * shorter: nl = its chunks); quad q of the group's chunk l (elements
  * g0 + l VEC + 4 q ..) is at g0 + 4 nl q + 4 l, so a warp's loads of one
@@ -342,6 +338,12 @@ template <int VEC> static __device__ __forceinline__ int dl_xp_at(int kk, int K,
     return g0 + ((kk - g0) / VEC) * 4;
 }
 
+/* One 16-byte chunk per row (raw[r], at element kk of row r) folded into
+ * acc: widened (dl_gv<DT, CV>), each row's partial p over the chunk by
+ * sequential FMAs with every activation row m, then acc[r][m] = fma(p, s,
+ * acc[r][m]) with s the chunk's block scale (srow[r][kk / bk] through the
+ * umulhi magic; 1 without block scales). The one definition of a chunk's
+ * arithmetic for every float GEMV K loop but dl_k_gemv_fp. */
 template <int DT, int CV, int R, int MR, bool XP = false>
 static __device__ __forceinline__ void dl_gv_chunk(const uint4 (&raw)[R], const float *__restrict__ x, int K, int kk,
                                                    const float *const (&srow)[R], unsigned magic, float (&acc)[R][MR]) {
