@@ -725,9 +725,9 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
         const int nv = (w1 - w0) * nch;                           /* their 16-byte K vectors */
         for (int e = lane; e < nv; e += DL_WARP) {
             const int pp = w0 + e / nch, c = e % nch;
-            const int blk = bt[pp / a.bs];
-            if (blk < 0) continue;
-            const int64_t off = (((int64_t)blk * a.bs + pp % a.bs) * a.nkv + g) * rowb + c * 16;
+            const int row = dl_kv_row(a, S, pp, ix.bsh);
+            if (row < 0) continue;
+            const int64_t off = ((int64_t)row * a.nkv + g) * rowb + c * 16;
             dep ^= dl_xor4(*(const uint4 *)(kc + off)) ^ dl_xor4(*(const uint4 *)(vc + off));
         }
         dl_pdl_enter_after(dep, (uint32_t *)out, trig);
@@ -748,9 +748,9 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
             da_qk_row(so + r * hd, x, qk.qw != nullptr, isq ? wq : wk, cs, qk.eps, hd, qk.half, lane);
         }
         __syncthreads();
-        const int blk = wr ? bt[pos / a.bs] : -1;
-        if (blk >= 0) {
-            const int64_t base = (((int64_t)blk * a.bs + pos % a.bs) * a.nkv + g) * hd;
+        const int row = wr ? dl_kv_row(a, S, pos, ix.bsh) : -1;
+        if (row >= 0) {
+            const int64_t base = ((int64_t)row * a.nkv + g) * hd;
             const float *vr = qk.v + ((int64_t)t * a.nkv + g) * hd, *kr = so + gb * hd;
             for (int i = threadIdx.x; i < hd; i += blockDim.x) {
                 if (KF16) {
