@@ -321,17 +321,23 @@ static int variant_spec(int v, int fp8, char *buf, size_t n) {
      * every widening, loop, u, na, wpb and rows */
     /* ... and the W8A8 register GEMV's K split (by shape, none, 2 or 4 warps: period 12) */
     static const int i8ks[4] = {0, 1, 2, 4};
-    /* ... and the permuted activations of M >= 3 (period 10) */
-    snprintf(buf, n, "v1,fp8=%s,u=%d,na=%d,wpb=%d,i8u=%d,i8na=%d,i8wpb=%d,%s,loop=%d,ring=%d,i8ring=%d,i8ks=%d,xp=%d",
+    /* ... and the permuted activations of M >= 3 (period 10), and the batched-M rule (mlb: 0 the
+     * unbounded kernels, 1 the register-capped ring at every M >= 3, 2 the capped ring at M <= 4
+     * and rows by shape; period 21: it meets every xp, ring, rows and widening) */
+    snprintf(buf, n,
+             "v1,fp8=%s,u=%d,na=%d,wpb=%d,i8u=%d,i8na=%d,i8wpb=%d,%s,loop=%d,ring=%d,i8ring=%d,i8ks=%d,xp=%d,mlb=%d",
              f8[fi], u, na, wpb ? 8 : 4, u, na, wpb ? 8 : 4, rows[r], v % 3, (v / 2) % 3, (v / 2) % 2,
-             i8ks[(v / 3) % 4], (v / 5) % 2);
+             i8ks[(v / 3) % 4], (v / 5) % 2, (v / 7) % 3);
     return 1;
 }
 
-/* Rows per warp a variant spec gives fp8 weights at M (r1 / rm; 0: 4). */
-static int spec_rows_fp8(const char *spec, int M) {
+/* Rows per warp a variant spec gives fp8 weights at M (r1 / rm; 0: 4, but
+ * 2 under mlb=2 at M >= 3 where x is permuted (xp): every job here has
+ * fewer rows than 64 per SM and its M x k activations fit in 192 KiB). */
+static int spec_rows_fp8(const char *spec, int M, int xp) {
     const char *p = strstr(spec, M == 1 ? ",r1=" : ",rm=");
     const int r = p ? atoi(p + 4) : 0;
+    if (!r && M >= 3 && xp && strstr(spec, ",mlb=2")) return 2;
     return r ? r : 4;
 }
 
@@ -409,9 +415,10 @@ static void test_multi_and_variants(int block_only) {
                         /* the weight rings ran exactly where asked for (fp8: ring, W8A8: i8ring)
                          * and the device can run them; the fp8 ring only where each group of rows
                          * reads one row of block scales (g_bn a multiple of the rows per warp) */
-                        const int f8ring = is_fp8(FMTS[f].dt) && M <= 4 &&
+                        /* (M > 4: the register-capped ring, mlb=1, where x was permuted) */
+                        const int f8ring = is_fp8(FMTS[f].dt) && (M <= 4 || (wxp && strstr(spec, ",mlb=1"))) &&
                                            (strstr(spec, ",ring=1") || strstr(spec, ",ring=2")) &&
-                                           (FMTS[f].sk != WS_BLOCK || g_bn % spec_rows_fp8(spec, M) == 0);
+                                           (FMTS[f].sk != WS_BLOCK || g_bn % spec_rows_fp8(spec, M, wxp) == 0);
                         const int want = f8ring || (is_w8a8(&FMTS[f]) && strstr(spec, "i8ring=1"));
                         if (want && gk_gemv_ring_supported())
                             CHECKF(gk_gemv_ring_launches() > ring0, "variant %s %s: no ring launch", spec,

@@ -376,14 +376,15 @@ static int ensure_dev(gpu_impl *g, void **buf, size_t *cap, size_t need) {
     return 0;
 }
 
-/* Before float GEMV launches of M rows of k columns: the workspace the
- * kernels permute x into at M >= 3 (cuda.gemv_xperm; gk_gemv_xperm_ws), or
- * none (switch off, M < 3, or a capture that cannot grow it). Returns the
- * launch count so far, for xperm_done. */
-static unsigned long long xperm_begin(gpu_impl *g, int M, int64_t k) {
+/* Before float GEMV launches of M rows of k columns of weights of dtype:
+ * the workspace the kernels permute x into at M >= 3 (cuda.gemv_xperm;
+ * gk_gemv_xperm_ws), or none (switch off, M < 3, a format the kernels do
+ * not permute for, or a capture that cannot grow it). Returns the launch
+ * count so far, for xperm_done. */
+static unsigned long long xperm_begin(gpu_impl *g, int M, int64_t k, int dtype) {
     void *ws = NULL;
     size_t cap = 0;
-    if (M >= 3 && kreg_enabled(&K_XPERM)) {
+    if (M >= 3 && kreg_enabled(&K_XPERM) && gk_gemv_xperm_wants(dtype)) {
         const size_t need = (size_t)GEMV_MAX_M * (size_t)k * sizeof(float);
         if (!ensure_dev(g, &g->xpb, &g->xpb_cap, need)) ws = g->xpb, cap = g->xpb_cap;
     }
@@ -862,7 +863,7 @@ static void matmul_prepared(gpu_impl *g, float *y, const gpu_act *a, const dl_we
         const int dot2 = w->dtype == DT_F8E4M3 && g->dot2; /* e5m2 products overflow fp16 */
         kreg_kernel *kk = dot2 ? &K_DOT2 : &K_GEMV[s];
         if (use(g, kk)) {
-            const unsigned long long x0 = xperm_begin(g, dot2 ? 0 : M, gk->k);
+            const unsigned long long x0 = xperm_begin(g, dot2 ? 0 : M, gk->k, w->dtype);
             for (int r0 = 0; r0 < M; r0 += GEMV_MAX_M) {
                 const int m = M - r0 < GEMV_MAX_M ? M - r0 : GEMV_MAX_M;
                 float *yc = y + (size_t)r0 * gk->n;
@@ -938,7 +939,7 @@ static void gpu_matmul_n(dl_backend *be, float *const *ys, const float *x, const
             }
         } else if (((uintptr_t)a.x & 15) == 0 && (M <= GEMV_MAX_M || (K & 3) == 0) && gk_gemv_multi_ok(&mw) &&
                    kreg_enabled(&K_GEMV[dt_slot(ws[0]->dtype)]) && use(g, &K_MULTI)) {
-            const unsigned long long x0 = xperm_begin(g, M, K);
+            const unsigned long long x0 = xperm_begin(g, M, K, ws[0]->dtype);
             for (int r0 = 0; r0 < M; r0 += GEMV_MAX_M) {
                 const int m = M - r0 < GEMV_MAX_M ? M - r0 : GEMV_MAX_M;
                 for (int i = 0; i < n; i++) mw.y[i] = ys[i] + (size_t)r0 * mw.w[i].n;
@@ -1145,7 +1146,7 @@ static void gpu_gate_up_silu(dl_backend *be, float *out, float *gate_buf, float 
             if (prep_act(g, &a, x, gate, M)) return;
             if (((uintptr_t)a.x & 15) == 0 && use(g, &K_GU_SILU)) {
                 g->qc_valid = 0;
-                const unsigned long long x0 = xperm_begin(g, M, K);
+                const unsigned long long x0 = xperm_begin(g, M, K, gate->dtype);
                 for (int r0 = 0; r0 < M; r0 += GEMV_MAX_M) { /* GEMV_MAX_M rows per launch, as matmul_n */
                     const int m = M - r0 < GEMV_MAX_M ? M - r0 : GEMV_MAX_M;
                     mw.y[0] = gate_buf + (size_t)r0 * n;
@@ -1288,6 +1289,7 @@ static int gpu_graph_begin(dl_backend *be, uint64_t key) {
     key ^= (uint64_t)kreg_enabled(&K_NORM_PRE) * 0xA0761D6478BD642Full;
     key ^= (uint64_t)kreg_enabled(&K_SILUQ_V4) * 0xE7037ED1A0B428DBull;
     key ^= (uint64_t)kreg_enabled(&K_ATT_KL) * 0x8EBC6AF09C88C6E3ull; /* the attention kernel chosen */
+    key ^= (uint64_t)kreg_enabled(&K_XPERM) * 0x7A4F1C3B9D2E6A15ull;  /* the GEMVs' x: permuted or not */
     key ^= (uint64_t)(g->ndec + 1) * 0x3C79AC492BA7B653ull;           /* and the rows it takes */
     key ^= (uint64_t)(g_dec_rows + 1) * 0x1C69B3F74AC4AE35ull;
     return gpu_graphs_begin(g->graphs, key, g->stream);

@@ -100,6 +100,9 @@ void gk_gemv_unscaled_allow(int on);
  * same bits. Launches made so (the cuda.gemv_xperm dispatch counter). */
 void gk_gemv_xperm_ws(void *ws, size_t bytes);
 unsigned long long gk_gemv_xperm_launches(void);
+/* 1 when float GEMVs of dtype at M >= 3 would read x permuted under the
+ * current knobs (the workspace is needed), else 0. */
+int gk_gemv_xperm_wants(int dtype);
 
 /* ---- matmul (k_matmul_float.cu, k_matmul_int8.cu, k_actq.cu) ----
  * y[M, n] = x[M, k] W^T (+ bias). */

@@ -5,9 +5,9 @@
  * DOTLM_GEMV (read once, at the first GEMV). Spec: comma-separated
  * key=value, or the words "default" and "v1" (the kernels before the
  * variants existed: fp8=f32,u=2,na=0,wpb=4,r1=0,rm=0,i8u=2,i8na=0,i8wpb=4,
- * i8r1=0,i8rm=0,loop=0,ring=0,i8ring=0,i8ks=1,xp=0; "default" is fp8=fold,u=0,
+ * i8r1=0,i8rm=0,loop=0,ring=0,i8ring=0,i8ks=1,xp=0,mlb=0; "default" is fp8=fold,u=0,
  * na=1,wpb=4,r1=0,rm=0,i8u=0,i8na=1,i8wpb=4,i8r1=2,i8rm=0,loop=0,ring=1,
- * i8ring=0,i8ks=1,xp=1: fastest measured
+ * i8ring=0,i8ks=1,xp=1,mlb=2: fastest measured
  * end to end, see the comment at cfg_default). Keys:
  *   fp8=f32|f32s|h2|h2x|fold  fp8 widening (f32 = the original; f32s, fold:
  *                    e4m3 at M <= 2 only; h2x: e4m3, the 2^8 of h2 moved
@@ -42,6 +42,14 @@
  *                    multiple of the chunk) read x permuted into the
  *                    workspace the caller set (gk_gemv_xperm_ws), lanes'
  *                    loads contiguous
+ *   mlb=0|1|2        fp8 GEMVs at M >= 3 that read x permuted: 0 as
+ *                    before (the unbounded ring at M <= 4, ~180 registers,
+ *                    the register loop above, 4 rows per warp); 1 the
+ *                    two-stage ring (ring=1|2; CUDA sm_80+) at every M up
+ *                    to 8, built with at most 128 registers per thread
+ *                    (four blocks of 4 warps per SM where the unbounded
+ *                    kernels fit two); 2 that ring at M <= 4 only, and with
+ *                    rm=0 the rows per warp by shape (gv_rows_batch)
  * Not thread-safe: call between launches, from the thread that launches. */
 #pragma once
 #include <stddef.h>

@@ -473,8 +473,11 @@ __global__ void __launch_bounds__(GEMV_MAXT)
 /* S = 3 stages (knob ring=2): chunks 0 and 1 are both requested before the
  * PDL wait (twice the weights in flight while the kernel ahead finishes),
  * and chunk c + 2 is requested as chunk c is consumed. */
-template <int DT, int MR, int R, int CV, int S, bool XP = false>
-__global__ void __launch_bounds__(GEMV_MAXT, MR == 1 ? 4 : 0)
+/* LB (knob mlb, M >= 3): at least LB blocks of GEMV_MAXT threads per SM,
+ * i.e. at most 128 registers per thread at LB = 2 (unbounded, nvcc took
+ * ~180 at M = 4 and R = 4: two blocks of 4 warps per SM). */
+template <int DT, int MR, int R, int CV, int S, bool XP = false, int LB = 0>
+__global__ void __launch_bounds__(GEMV_MAXT, MR == 1 ? 4 : LB)
     dl_k_gemv_fa(const float *__restrict__ x, const dl_gv_job j, int late, int spre) {
     static_assert(S == 2 || S == 3, "two or three ring stages");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && DL_WARP == 32 && !defined(__HIPCC__)
@@ -869,7 +872,7 @@ struct gv_knobs {
 #define GV_LOOP_MAXM 2
 
 static void cfg_v1(gv_knobs *k) { /* the kernels as they were before the variants */
-    k->c = dl_gemv_cfg{DL_FP8_F32, 2, 0, 4, 0, 0, 2, 0, 4, 0, 0, 0, 0, 1};
+    k->c = dl_gemv_cfg{DL_FP8_F32, 2, 0, 4, 0, 0, 2, 0, 4, 0, 0, 0, 0, 1, 0};
     k->loop = 0;
     k->xp = 0;
 }
@@ -898,7 +901,7 @@ static void cfg_v1(gv_knobs *k) { /* the kernels as they were before the variant
  * nonzero activation has 2^-109 <= |x| < 2^120 (docs/gpu_backend.md);
  * cuda.gemv_fold (DOTLM_DISABLE) or fp8=h2 go back to h2. */
 static void cfg_default(gv_knobs *k) {
-    k->c = dl_gemv_cfg{DL_FP8_FOLD, 0, 1, 4, 0, 0, 0, 1, 4, 2, 0, 1, 0, 1};
+    k->c = dl_gemv_cfg{DL_FP8_FOLD, 0, 1, 4, 0, 0, 0, 1, 4, 2, 0, 1, 0, 1, 2};
     k->loop = 0;
     k->xp = 1;
 }
@@ -941,7 +944,7 @@ static int cfg_apply(gv_knobs *k, const char *spec) {
             {"u", &c->u, U24}, {"na", &c->na, B01}, {"wpb", &c->wpb, W48}, {"r1", &c->r1, R},
             {"rm", &c->rm, R}, {"i8u", &c->i8u, U24}, {"i8na", &c->i8na, B01}, {"i8wpb", &c->i8wpb, W48},
             {"i8r1", &c->i8r1, R}, {"i8rm", &c->i8rm, R}, {"loop", &k->loop, L012}, {"ring", &c->ring, L012},
-            {"i8ring", &c->i8ring, B01}, {"i8ks", &c->i8ks, R}, {"xp", &k->xp, B01}};
+            {"i8ring", &c->i8ring, B01}, {"i8ks", &c->i8ks, R}, {"xp", &k->xp, B01}, {"mlb", &c->mlb, L012}};
         size_t i = 0;
         for (; i < sizeof tab / sizeof tab[0]; i++)
             if (!strcmp(key, tab[i].k)) break;
@@ -992,9 +995,9 @@ extern "C" void gk_gemv_tune_str(char *buf, size_t n) {
     static const char *f8[5] = {"f32", "h2", "fold", "f32s", "h2x"};
     snprintf(buf, n,
              "fp8=%s,u=%d,na=%d,wpb=%d,r1=%d,rm=%d,i8u=%d,i8na=%d,i8wpb=%d,i8r1=%d,i8rm=%d,loop=%d,ring=%d,i8ring=%d,i8ks=%d,"
-             "xp=%d",
+             "xp=%d,mlb=%d",
              f8[c.fp8], c.u, c.na, c.wpb, c.r1, c.rm, c.i8u, c.i8na, c.i8wpb, c.i8r1, c.i8rm, k.loop, c.ring, c.i8ring,
-             c.i8ks, k.xp);
+             c.i8ks, k.xp, c.mlb);
 }
 
 /* One float GEMV launch: the job's weights, the output pointers, M, knobs
@@ -1063,6 +1066,19 @@ static void gv_go_k(const gv_call &c) {
         j.silu = c.silu;
     }
 #if DL_WARP == 32 && !defined(__HIPCC__)
+    /* knob mlb: fp8 at M >= 3 with x permuted through the two-stage ring
+     * capped at 128 registers (LB = 2): at every M up to 8 (mlb = 1), or
+     * at M <= 4 (mlb = 2, with the rows per warp of gv_rows_batch) */
+    if constexpr ((DT == DT_F8E4M3 || DT == DT_F8E5M2) && MR >= 3 && XP) {
+        if ((c.cfg.mlb == 1 || (c.cfg.mlb == 2 && MR <= 4)) && c.cfg.ring && dl_ring_ok() &&
+            dl_gv_scale_shared(c.w[0], c.silu ? R / 2 : R)) {
+            const size_t smem = (size_t)2 * R * c.cfg.wpb * DL_WARP * sizeof(uint4);
+            g_ring_n++;
+            const int late = j.late || (c.silu && !dl_silu_early());
+            return dl_launch(dl_k_gemv_fa<DT, MR, R, CV, 2, true, 2>, grid, c.cfg.wpb * DL_WARP, smem, c.st, c.x, j,
+                             late, dl_ring_spre());
+        }
+    }
     /* M <= 4: at M = 8 the ring measured slower than the register loop
      * (H200, 2026-11-30, fp8 5120x17408: 11.7% against 16.1% of the copy
      * bandwidth; M = 1 / 2 / 4: 74.7 / 55.1 / 27.5% against 54.5 / 46.3 /
@@ -1200,9 +1216,41 @@ static void gv_un(const gv_call &c) {
  * q/k/v and o_proj) until the H200 measured 2 rows (U = 2) faster in a
  * decode step (2026-12-01, bf16 Qwen3-8B at 512: 208.9 / 212.8 tok/s
  * against 203.5 / 203.7; bench/h200-2026-12-01/run5). */
+/* Rows per warp of an fp8 launch at M >= 3 that reads x permuted, under
+ * mlb = 2 (rm = 0). M <= 4 (the capped ring, 16 warps per SM at most): 4
+ * rows when the grid then fills at least two waves (rows x ks >= 128 SMs),
+ * else 2; M >= 5 (the register loop): 2 rows while the M x k activations
+ * fit in L1 (<= 192 KiB; each load then serves 2 rows from L1), else 4
+ * (the loads that miss are shared by twice the rows). H200, 2026-12-02,
+ * % of the copy bandwidth through the backend (bench/h200-2026-12-02b/run1,
+ * ring capped / register loop), 5120x17408 / 17408x5120 / 6144x5120: M = 4
+ * 4 rows 27.7 / 42.1 / 28.9, 2 rows 41.6 / 37.8 / 32.1 (before: 33.7 / 31.5
+ * / 29.3); M = 8 4 rows 24.7 / 20.5 / 19.4, 2 rows 20.4 / 24.3 / 20.3.
+ * Rows per warp never change the summation order: the same bits. */
+static int gv_rows_batch(const gv_call &c, int M, int vec) {
+    int64_t rows = 0;
+    for (int i = 0; i < c.count; i++) rows += c.w[i].n;
+    if (c.silu) rows = 2 * c.w[0].n;
+    if (M <= 4) {
+        static int nsm = 0;
+        if (!nsm) {
+            int dev = 0, v = 0;
+            if (cudaGetDevice(&dev) == cudaSuccess &&
+                cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess && v > 0)
+                nsm = v;
+            else
+                nsm = 132;
+        }
+        return rows * gv_ks(c.w[0], vec) >= 128 * (int64_t)nsm ? 4 : 2;
+    }
+    return (int64_t)M * c.w[0].k * (int64_t)sizeof(float) <= 192 * 1024 ? 2 : 4;
+}
+
 template <int DT, int MR>
 static void gv_rows(const gv_call &c) {
     int r = MR == 1 ? c.cfg.r1 : c.cfg.rm;
+    if (!r && dl_is_fp8(DT) && MR >= 3 && c.cfg.mlb == 2 && c.xpws && c.cfg.na && c.w[0].k % dl_wt<DT>::VEC == 0)
+        r = gv_rows_batch(c, MR, dl_wt<DT>::VEC);
     if (!r) r = dl_wt<DT>::VEC >= 16 ? (dl_is_fp8(DT) ? 4 : 2) : MR > 1 ? 4 : dl_wt<DT>::VEC == 8 ? 2 : 1;
     if (c.silu && r == 1) r = 2; /* a pair needs one gate and one up row per warp */
     if (r == 4) return gv_un<DT, MR, 4>(c);
@@ -1242,6 +1290,22 @@ static void gv_run(cudaStream_t st, const float *x, const gk_weight *w, float *c
     case DT_I8: gv_m<DT_I8>(c, M); break;
     default: break;
     }
+}
+
+/* Whether float GEMVs of dtype at M >= 3 read x permuted under the current
+ * knobs (xp, na): the rule of gv_go's first branch that does not depend
+ * on the launch (8-bit weights: 16 codes per chunk), for the caller that
+ * sizes the workspace. */
+extern "C" int gk_gemv_xperm_wants(int dtype) {
+    const gv_knobs &k = cfg_ref();
+    int vec = 0;
+    switch (dtype) {
+    case DT_F8E4M3: vec = dl_wt<DT_F8E4M3>::VEC; break;
+    case DT_F8E5M2: vec = dl_wt<DT_F8E5M2>::VEC; break;
+    case DT_I8: vec = dl_wt<DT_I8>::VEC; break;
+    default: break; /* 16/32-bit: fewer than 16 elements per chunk */
+    }
+    return k.xp && k.c.na && vec >= 16;
 }
 
 extern "C" void gk_gemv(void *s, float *y, const float *x, const gk_weight *w, int M) {
