@@ -29,6 +29,8 @@
 #define cudaGetDeviceCount hipGetDeviceCount
 #define cudaGetDevice hipGetDevice
 #define cudaGetDeviceProperties hipGetDeviceProperties
+#define cudaDeviceGetAttribute hipDeviceGetAttribute
+#define cudaDevAttrMultiProcessorCount hipDeviceAttributeMultiprocessorCount
 #define cudaDeviceProp hipDeviceProp_t
 #define cudaSetDevice hipSetDevice
 #define cudaMalloc hipMalloc
