@@ -114,7 +114,7 @@ static kreg_kernel K_SILUQ_V4 =
 static kreg_kernel K_RING = KREG_KERNEL(KN("gemv_ring"), "fp8 and W8A8 GEMV launches whose weights stream through a "
                                                          "shared-memory ring (cp.async, sm_80+); off: the register loops");
 static kreg_kernel K_FOLD =
-    KREG_KERNEL(KN("gemv_fold"), "fp8 e4m3 GEMV launches at M <= 2 with the 2^8 of the fp16 widening folded into "
+    KREG_KERNEL(KN("gemv_fold"), "fp8 e4m3 GEMV launches (every M) with the 2^8 of the fp16 widening folded into "
                                  "the chunk scale (bitwise h2 while every nonzero activation is in [2^-109, 2^120)); "
                                  "off: h2, one multiply per code pair");
 static kreg_kernel K_PINNED =

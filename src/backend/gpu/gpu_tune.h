@@ -9,8 +9,9 @@
  * na=1,wpb=4,r1=0,rm=0,i8u=0,i8na=1,i8wpb=4,i8r1=2,i8rm=0,loop=0,ring=1,
  * i8ring=0,i8ks=1,xp=1,mlb=2: fastest measured
  * end to end, see the comment at cfg_default). Keys:
- *   fp8=f32|f32s|h2|h2x|fold  fp8 widening (f32 = the original; f32s, fold:
- *                    e4m3 at M <= 2 only; h2x: e4m3, the 2^8 of h2 moved
+ *   fp8=f32|f32s|h2|h2x|fold  fp8 widening (f32 = the original; f32s:
+ *                    e4m3 at M <= 2 only; fold: e4m3 at M <= 2, and above
+ *                    with na=1; h2x: e4m3, the 2^8 of h2 moved
  *                    into x where that saves multiplies (M = 1, 4 rows),
  *                    else h2; h2x is exact for |x| < 2^120, fold only for
  *                    2^-109 <= |x| < 2^120 or 0, see docs/gpu_backend.md)

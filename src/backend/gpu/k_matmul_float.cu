@@ -1167,16 +1167,22 @@ static void gv_go(const gv_call &c) {
 }
 
 /* Knob -> template. Instantiated: every format with U = 2 and NA = 0/1 at
- * all M; U = 4 and the e4m3 FOLD / F32S widenings only at M <= 2 (decode
- * proper), where instruction counts and loads in flight matter most; larger
- * M fall back to U = 2 / DL_FP8_H2. R = 1 only at M = 1 (as before). H2X
- * is its own kernel only where moving the 256 to x saves multiplies
- * (2 M < R: M = 1, R = 4); elsewhere it runs as DL_FP8_H2 (same bits). */
+ * all M; U = 4 and the e4m3 F32S widening only at M <= 2 (decode proper),
+ * where instruction counts and loads in flight matter most; larger M fall
+ * back to U = 2 / DL_FP8_H2. The e4m3 FOLD widening at M <= 2, and at
+ * M > 2 with L1 no-allocate weight loads (na = 1, the default): a token's
+ * row in a batch then has the bits it has alone at every activation, not
+ * only where fold and h2 agree (before 2026-12-02 larger M took h2). R = 1
+ * only at M = 1 (as before). H2X is its own kernel only where moving the
+ * 256 to x saves multiplies (2 M < R: M = 1, R = 4); elsewhere it runs as
+ * DL_FP8_H2 (same bits). */
 template <int DT, int MR, int R, int U, int NA>
 static void gv_cv(const gv_call &c) {
     if constexpr (DT == DT_F8E4M3) {
-        if constexpr (MR <= 2) {
+        if constexpr (MR <= 2 || NA == 1) {
             if (c.cfg.fp8 == DL_FP8_FOLD && g_fold_allow) return gv_go<DT, MR, R, U, DL_FP8_FOLD, NA>(c);
+        }
+        if constexpr (MR <= 2) {
             if (c.cfg.fp8 == DL_FP8_F32S) return gv_go<DT, MR, R, U, DL_FP8_F32S, NA>(c);
         }
         if constexpr (2 * MR < R) {
