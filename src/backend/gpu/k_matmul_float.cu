@@ -1133,6 +1133,15 @@ static void gv_go_k(const gv_call &c) {
     dl_launch(dl_k_gemv_f<DT, MR, R, U, CV, NA, XP>, grid, c.cfg.wpb * DL_WARP, 0, c.st, c.x, j);
 }
 
+/* Whether the launch c of weights with vec elements per chunk, built with
+ * L1 no-allocate loads or not (na), reads x permuted (gv_go): a workspace
+ * (M >= 3, knob xp), 8-bit weights, na, and K a multiple of the chunk
+ * within dl_k_xperm's 32-bit offsets. */
+static bool gv_reads_xp(const gv_call &c, int vec, int na) {
+    const int64_t K = c.w[0].k;
+    return c.xpws && na && vec >= 16 && K % vec == 0 && K <= INT32_MAX / 8;
+}
+
 /* One launch of the job: 8-bit weights (16 codes per chunk) at M >= 3
  * (c.xpws set: knob xp and a workspace), with L1 no-allocate weight loads
  * (NA = 1, the default) and K a multiple of the chunk: x is first permuted
@@ -1152,7 +1161,7 @@ static void gv_go(const gv_call &c) {
     constexpr int VEC = dl_wt<DT>::VEC;
     if constexpr (MR > 2 && MR > GV_LOOP_MAXM && NA == 1 && VEC >= 16) {
         const int64_t K = c.w[0].k;
-        if (c.xpws && K % VEC == 0 && K <= INT32_MAX / 8) {
+        if (gv_reads_xp(c, VEC, NA)) {
             const int n4 = (int)(MR * K / 4);
             dl_launch(dl_k_xperm<VEC>, dim3((unsigned)(DL_CDIV(n4, 256) < 2048 ? DL_CDIV(n4, 256) : 2048)), dim3(256),
                       0, c.st, c.xpws, c.x, n4, (int)K);
@@ -1234,9 +1243,8 @@ static void gv_un(const gv_call &c) {
  * / 29.3); M = 8 4 rows 24.7 / 20.5 / 19.4, 2 rows 20.4 / 24.3 / 20.3.
  * Rows per warp never change the summation order: the same bits. */
 static int gv_rows_batch(const gv_call &c, int M, int vec) {
-    int64_t rows = 0;
+    int64_t rows = 0; /* every weight's (a gate/up pair: count 2, gate and up alike) */
     for (int i = 0; i < c.count; i++) rows += c.w[i].n;
-    if (c.silu) rows = 2 * c.w[0].n;
     if (M <= 4) {
         static int nsm = 0;
         if (!nsm) {
@@ -1255,7 +1263,7 @@ static int gv_rows_batch(const gv_call &c, int M, int vec) {
 template <int DT, int MR>
 static void gv_rows(const gv_call &c) {
     int r = MR == 1 ? c.cfg.r1 : c.cfg.rm;
-    if (!r && dl_is_fp8(DT) && MR >= 3 && c.cfg.mlb == 2 && c.xpws && c.cfg.na && c.w[0].k % dl_wt<DT>::VEC == 0)
+    if (!r && dl_is_fp8(DT) && MR >= 3 && c.cfg.mlb == 2 && gv_reads_xp(c, dl_wt<DT>::VEC, c.cfg.na))
         r = gv_rows_batch(c, MR, dl_wt<DT>::VEC);
     if (!r) r = dl_wt<DT>::VEC >= 16 ? (dl_is_fp8(DT) ? 4 : 2) : MR > 1 ? 4 : dl_wt<DT>::VEC == 8 ? 2 : 1;
     if (c.silu && r == 1) r = 2; /* a pair needs one gate and one up row per warp */
