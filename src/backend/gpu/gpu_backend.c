@@ -385,7 +385,7 @@ static unsigned long long xperm_begin(gpu_impl *g, int M, int64_t k, int dtype) 
     void *ws = NULL;
     size_t cap = 0;
     if (M >= 3 && kreg_enabled(&K_XPERM) && gk_gemv_xperm_wants(dtype)) {
-        const size_t need = (size_t)GEMV_MAX_M * (size_t)k * sizeof(float);
+        const size_t need = gk_gemv_xperm_bytes(GEMV_MAX_M, k);
         if (!ensure_dev(g, &g->xpb, &g->xpb_cap, need)) ws = g->xpb, cap = g->xpb_cap;
     }
     gk_gemv_xperm_ws(ws, cap);

@@ -94,7 +94,7 @@ void gk_gemv_fold_allow(int on);
 unsigned long long gk_gemv_unscaled_launches(void);
 void gk_gemv_unscaled_allow(int on);
 /* Permuted activations (gpu_tune.h xp=1, the default): float GEMV
- * launches of 8-bit weights at M >= 3 first copy x into ws (at least M * k floats; set by
+ * launches of 8-bit weights at M >= 3 first copy x into ws (gk_gemv_xperm_bytes; set by
  * the caller before its launches, NULL: none) in the order the kernel's
  * lanes read it, so that a warp's activation loads are contiguous; the
  * same bits. Launches made so (the cuda.gemv_xperm dispatch counter). */
@@ -103,6 +103,9 @@ unsigned long long gk_gemv_xperm_launches(void);
 /* 1 when float GEMVs of dtype at M >= 3 would read x permuted under the
  * current knobs (the workspace is needed), else 0. */
 int gk_gemv_xperm_wants(int dtype);
+/* The workspace M rows of k activations take (>= M * k floats: k padded to
+ * whole groups of chunks). */
+size_t gk_gemv_xperm_bytes(int M, int64_t k);
 
 /* ---- matmul (k_matmul_float.cu, k_matmul_int8.cu, k_actq.cu) ----
  * y[M, n] = x[M, k] W^T (+ bias). */

@@ -203,15 +203,104 @@ template <> struct dl_gv<DT_I8, 1> {
 /* The chunk scale of weights without block scales. */
 static __device__ const float dl_one = 1.0f;
 
+/* Log2 of a power of two, at compile time. */
+static constexpr __host__ __device__ int dl_lg2(int v) { return v <= 1 ? 0 : 1 + dl_lg2(v / 2); }
+
+/* The warp sums of a lane's N values (N a power of two, <= DL_WARP) as N
+ * dl_warp_sum calls make them (the same pairs added in the same steps, so
+ * every bit), but each lane ends with one of them: value j = lane >>
+ * (lg2(DL_WARP) - lg2(N)), in a[0]. In each of the butterfly's first
+ * lg2(N) steps a lane keeps half of its values (the upper half where its
+ * lane bit of that step is set) and adds its partner's copies of those:
+ * N - 1 shuffles there instead of N lg2(N); the steps left are plain
+ * butterfly steps on a[0]. */
+/* One step of dl_warp_sum_scatter: H pairs of values, lanes O apart
+ * (templates, so that every index is a constant and a[] stays in
+ * registers), then the next step. */
+template <int H, int O, int N> static __device__ __forceinline__ void dl_scatter_step(float (&a)[N], int lane) {
+    if constexpr (H >= 1) {
+        const bool up = (lane & O) != 0;
+#pragma unroll
+        for (int i = 0; i < H; i++) {
+            const float send = up ? a[i] : a[i + H], keep = up ? a[i + H] : a[i];
+            a[i] = keep + dl_shfl_xor(send, O);
+        }
+        dl_scatter_step<H / 2, O / 2, N>(a, lane);
+    }
+}
+template <int N> static __device__ __forceinline__ void dl_warp_sum_scatter(float (&a)[N], int lane) {
+    static_assert(N >= 1 && (N & (N - 1)) == 0 && N <= DL_WARP, "a power of two up to the warp size");
+    dl_scatter_step<N / 2, DL_WARP / 2, N>(a, lane);
+#pragma unroll
+    for (int o = DL_WARP / (2 * N); o > 0; o >>= 1) a[0] += dl_shfl_xor(a[0], o);
+}
+
+/* Output j = r MR + m of the row group (value v: the row's sum over K),
+ * times the tensor/channel scale, plus bias, stored for n0 + r < g.n; a
+ * gate/up pair (g.silu) stores for r < R / 2 silu(gate) * up of v and vu
+ * (the sum of row r + R / 2), as dl_k_silu_mul would from y. */
+template <int R, int MR>
+static __device__ __forceinline__ void dl_gv_put(const dl_gv_sel &g, int sk, int n0, int j, float v, float vu) {
+    const int r = j / MR, m = j - r * MR, n = n0 + r;
+    if (n >= g.n) return;
+    if (R >= 2 && g.silu) {
+        const float rg = dl_gv_rowscale(sk, g.scale, n), bg = g.bias ? g.bias[n] : 0.0f;
+        const float ru = dl_gv_rowscale(sk, g.scale2, n), bu = g.bias2 ? g.bias2[n] : 0.0f;
+        const float yg = __fadd_rn(__fmul_rn(v, rg), bg);
+        const float yu = __fadd_rn(__fmul_rn(vu, ru), bu);
+        g.silu[(int64_t)m * g.n + n] = dl_silu_mul1(yg, yu);
+        return;
+    }
+    const float rs = dl_gv_rowscale(sk, g.scale, n);
+    const float b = g.bias ? g.bias[n] : 0.0f;
+    g.y[(int64_t)m * g.n + n] = __fadd_rn(__fmul_rn(v, rs), b);
+}
+
 /* GEMV epilogue: each lane's acc[r][m] summed over the warp (fixed
  * butterfly); with a K split (g.ks > 1) the ks warps of a row group then
  * add their sums in warp order (through shared memory; every warp of the
  * block must get here); times the tensor/channel scale, plus bias, stored
  * for the rows n0 + r < g.n. A gate/up pair (g.silu) stores instead, for
  * column n0 + r (r < R / 2), silu(gate) * up of the two values so made
- * from rows r and r + R / 2, as dl_k_silu_mul would from y: the same bits. */
+ * from rows r and r + R / 2, as dl_k_silu_mul would from y: the same bits.
+ * Where R MR is a power of two (every M but 3, 5, 6, 7) the warp sums are
+ * scattered (dl_warp_sum_scatter: the same sums, a fraction of the
+ * shuffles) and each value is finished and stored by the lane holding it;
+ * else lane 0 holds and stores them all. */
 template <int R, int MR>
 static __device__ __forceinline__ void dl_gv_store(float (&acc)[R][MR], const dl_gv_sel &g, int sk, int n0, int lane) {
+    constexpr int N = R * MR;
+    if constexpr ((N & (N - 1)) == 0 && N <= DL_WARP) {
+        float a[N];
+#pragma unroll
+        for (int r = 0; r < R; r++)
+#pragma unroll
+            for (int m = 0; m < MR; m++) a[r * MR + m] = acc[r][m];
+        dl_warp_sum_scatter<N>(a, lane);
+        constexpr int SH = dl_lg2(DL_WARP) - dl_lg2(N); /* lanes 2^SH apart hold distinct values */
+        const int j = lane >> SH;
+        const bool pair = R >= 2 && g.silu; /* value j < N / 2 (gate) needs j + N / 2 (up) */
+        if (g.ks > 1) {
+            __shared__ float red[GEMV_MAXT / DL_WARP][N];
+            const int wid = threadIdx.x / DL_WARP;
+            if ((lane & ((1 << SH) - 1)) == 0) red[wid][j] = a[0];
+            __syncthreads();
+            if ((lane & ((1 << SH) - 1)) != 0 || (wid & (g.ks - 1)) != 0 || (pair && j >= N / 2)) return;
+            float t = red[wid][j], tu = 0.0f;
+            for (int w = 1; w < g.ks; w++) t = __fadd_rn(t, red[wid + w][j]);
+            if (pair) {
+                tu = red[wid][j + N / 2];
+                for (int w = 1; w < g.ks; w++) tu = __fadd_rn(tu, red[wid + w][j + N / 2]);
+            }
+            dl_gv_put<R, MR>(g, sk, n0, j, t, tu);
+        } else {
+            /* the lanes holding j + N / 2 are DL_WARP / 2 away (j's top bit is the lane's top bit) */
+            const float u = pair ? dl_shfl_xor(a[0], DL_WARP / 2) : 0.0f;
+            if ((lane & ((1 << SH) - 1)) != 0 || (pair && j >= N / 2)) return;
+            dl_gv_put<R, MR>(g, sk, n0, j, a[0], u);
+        }
+        return;
+    }
     float v[R][MR]; /* the row sums, valid where own */
     bool own;
     if (g.ks > 1) {
@@ -319,23 +408,26 @@ static constexpr __host__ __device__ bool dl_is_f16_32(int dt) {
     return dt == DT_BF16 || dt == DT_F16 || dt == DT_F32;
 }
 
-/* Permuted activations (XP, gk_gemv_xperm_ws): where the chunk at element
- * kk of a row starts in x' (in floats, the return value) and the stride of
- * its 4-float quads (in float4, *qs).
- * K is cut into groups of G = DL_WARP * VEC elements (the last one may be
- * shorter: nl = its chunks); quad q of the group's chunk l (elements
- * g0 + l VEC + 4 q ..) is at g0 + 4 nl q + 4 l, so a warp's loads of one
- * quad are contiguous instead of VEC floats apart. The same values, hence
- * the same products and bits. Needs K % VEC == 0. */
-template <int VEC> static __host__ __device__ __forceinline__ int dl_xp_nl(int g0, int K) {
-    const int n = (K - g0) / VEC;
-    return n < DL_WARP ? n : DL_WARP;
+/* Permuted activations (XP, gk_gemv_xperm_ws): the layout dl_k_xperm
+ * writes and dl_gv_chunk reads. K is cut into groups of G = DL_WARP * VEC
+ * elements, one chunk of VEC per lane (a lane's chunks are whole groups
+ * apart, with or without a K split); the last group is padded to G. Within
+ * a group the MR activation rows are interleaved: quad q (4 floats) of row
+ * m of lane l's chunk is float4 (q MR + m) DL_WARP + l of the group, which
+ * is G MR floats long. So a warp's load of one quad of one row is 16 * DL_WARP
+ * contiguous bytes, and every quad and row of a chunk sits at a constant
+ * offset from the chunk's first (immediate offsets, no per-row address
+ * arithmetic). The same values, hence the same products and bits. */
+template <int VEC> static constexpr __host__ __device__ int dl_xp_g() { return DL_WARP * VEC; }
+/* Floats of the permuted copy of MR rows of K: K padded to whole groups. */
+template <int VEC> static __host__ __device__ __forceinline__ int64_t dl_xp_len(int MR, int64_t K) {
+    return (int64_t)MR * DL_CDIV(K, dl_xp_g<VEC>()) * dl_xp_g<VEC>();
 }
-template <int VEC> static __device__ __forceinline__ int dl_xp_at(int kk, int K, int *qs) {
-    constexpr int G = DL_WARP * VEC;
-    const int g0 = kk & ~(G - 1), nl = dl_xp_nl<VEC>(g0, K);
-    *qs = nl; /* in float4 */
-    return g0 + ((kk - g0) / VEC) * 4;
+/* Where the chunk at element kk (a lane's: kk % VEC == 0) starts: quad q of
+ * row m is then at + 4 (q MR + m) DL_WARP floats. */
+template <int VEC, int MR> static __device__ __forceinline__ int dl_xp_at(int kk) {
+    constexpr int G = dl_xp_g<VEC>();
+    return (kk / G) * (G * MR) + ((kk % G) / VEC) * 4;
 }
 
 /* One 16-byte chunk per row (raw[r], at element kk of row r) folded into
@@ -361,12 +453,12 @@ static __device__ __forceinline__ void dl_gv_chunk(const uint4 (&raw)[R], const 
         s[r] = NOS ? 1.0f : srow[r][__umulhi((unsigned)kk, magic)];
         if (G::FOLD) s[r] *= 256.0f; /* exact */
     }
-    int qs = 1;
-    const int xo = XP ? dl_xp_at<T::VEC>(kk, K, &qs) : kk;
+    const int xo = XP ? dl_xp_at<T::VEC, MR>(kk) : kk;
 #pragma unroll
     for (int m = 0; m < MR; m++) {
         float xv[T::VEC];
-        dl_gv_xload<DT, CV>(x + (int64_t)m * K + xo, xv, qs);
+        if (XP) dl_gv_xload<DT, CV>(x + xo + m * DL_WARP * 4, xv, MR * DL_WARP);
+        else dl_gv_xload<DT, CV>(x + (int64_t)m * K + xo, xv);
 #pragma unroll
         for (int r = 0; r < R; r++) {
             float p = 0.0f;
@@ -773,17 +865,17 @@ extern "C" int gk_gemv_ok(const gk_weight *w) {
 
 /* ---- permuted activations (knob xp, gk_gemv_xperm_ws) ---- */
 
-/* xp [M][K] = x [M][K] in the order dl_xp_at reads (VEC = the weight
- * format's elements per 16-byte chunk; K % VEC == 0); n4 = M * K / 4. */
+/* xp = the M rows of x [M][K] in the layout dl_xp_at reads (VEC = the
+ * weight format's elements per 16-byte chunk; K % VEC == 0); n4 =
+ * dl_xp_len<VEC>(M, K) / 4 float4 written, the padding as zeros. */
 template <int VEC>
-__global__ void __launch_bounds__(256) dl_k_xperm(float *__restrict__ xp, const float *__restrict__ x, int n4, int K) {
+__global__ void __launch_bounds__(256) dl_k_xperm(float *__restrict__ xp, const float *__restrict__ x, int n4, int M, int K) {
     dl_pdl_enter(); /* x was just written */
-    constexpr int G = DL_WARP * VEC;
+    constexpr int Q = VEC / 4, G = dl_xp_g<VEC>();
     for (int o = blockIdx.x * blockDim.x + threadIdx.x; o < n4; o += gridDim.x * blockDim.x) {
-        const int e = o * 4, m = e / K, k = e - m * K;
-        const int g0 = k & ~(G - 1), nl = dl_xp_nl<VEC>(g0, K), r = (k - g0) / 4;
-        const int q = r / nl, l = r - q * nl;
-        *(float4 *)(xp + e) = *(const float4 *)(x + (int64_t)m * K + g0 + l * VEC + q * 4);
+        const int l = o % DL_WARP, t = o / DL_WARP, m = t % M, t2 = t / M, q = t2 % Q, g = t2 / Q;
+        const int k = g * G + l * VEC + q * 4;
+        *(float4 *)(xp + (int64_t)o * 4) = k < K ? *(const float4 *)(x + (int64_t)m * K + k) : make_float4(0.f, 0.f, 0.f, 0.f);
     }
 }
 
@@ -1011,7 +1103,7 @@ struct gv_call {
     dl_gemv_cfg cfg;
     int loop;
     float *silu; /* gate/up pair (gk_gemv_silu): w[0] gate, w[1] up; else NULL */
-    float *xpws; /* M >= 3 with knob xp: a workspace of >= M * k floats to permute x into (gv_go), else NULL */
+    float *xpws; /* M >= 3 with knob xp: a workspace of gk_gemv_xperm_bytes(M, k) to permute x into (gv_go), else NULL */
 };
 
 /* Warps splitting a weight's K (part of the GEMV's summation order, so a
@@ -1139,7 +1231,7 @@ static void gv_go_k(const gv_call &c) {
  * within dl_k_xperm's 32-bit offsets. */
 static bool gv_reads_xp(const gv_call &c, int vec, int na) {
     const int64_t K = c.w[0].k;
-    return c.xpws && na && vec >= 16 && K % vec == 0 && K <= INT32_MAX / 8;
+    return c.xpws && na && vec >= 16 && K % vec == 0 && 8 * (K + (int64_t)DL_WARP * vec) <= INT32_MAX;
 }
 
 /* One launch of the job: 8-bit weights (16 codes per chunk) at M >= 3
@@ -1162,9 +1254,9 @@ static void gv_go(const gv_call &c) {
     if constexpr (MR > 2 && MR > GV_LOOP_MAXM && NA == 1 && VEC >= 16) {
         const int64_t K = c.w[0].k;
         if (gv_reads_xp(c, VEC, NA)) {
-            const int n4 = (int)(MR * K / 4);
+            const int n4 = (int)(dl_xp_len<VEC>(MR, K) / 4);
             dl_launch(dl_k_xperm<VEC>, dim3((unsigned)(DL_CDIV(n4, 256) < 2048 ? DL_CDIV(n4, 256) : 2048)), dim3(256),
-                      0, c.st, c.xpws, c.x, n4, (int)K);
+                      0, c.st, c.xpws, c.x, n4, MR, (int)K);
             g_xp_n++;
             gv_call p = c;
             p.x = c.xpws;
@@ -1293,7 +1385,7 @@ static void gv_run(cudaStream_t st, const float *x, const gk_weight *w, float *c
     const gv_knobs &k = cfg_ref();
     const int dt = w[0].dtype;
     const int loop = k.loop == 2 || (k.loop == 1 && dl_is_fp8(dt));
-    const bool xp = k.xp && M >= 3 && g_xp_ws && (size_t)M * (size_t)w[0].k * sizeof(float) <= g_xp_cap;
+    const bool xp = k.xp && M >= 3 && g_xp_ws && gk_gemv_xperm_bytes(M, w[0].k) <= g_xp_cap;
     const gv_call c = {st, x, w, y, count, k.c, loop, silu, xp ? g_xp_ws : nullptr};
     switch (dt) {
     case DT_F32: gv_m<DT_F32>(c, M); break;
@@ -1320,6 +1412,12 @@ extern "C" int gk_gemv_xperm_wants(int dtype) {
     default: break; /* 16/32-bit: fewer than 16 elements per chunk */
     }
     return k.xp && k.c.na && vec >= 16;
+}
+
+/* Bytes of the permuted copy of M rows of k activations (8-bit weights:
+ * 16 per chunk), k padded to whole groups of chunks (dl_xp_len). */
+extern "C" size_t gk_gemv_xperm_bytes(int M, int64_t k) {
+    return (size_t)dl_xp_len<16>(M, k) * sizeof(float);
 }
 
 extern "C" void gk_gemv(void *s, float *y, const float *x, const gk_weight *w, int M) {
