@@ -238,56 +238,76 @@ static void test_float_determinism(void) {
     }
 }
 
+/* M rows of k activations for the batch-invariance test: some rows made
+ * only of tiny values (2^-140 .. 2^-110, fp32 subnormals included), the
+ * others ordinary values mixed with zeros and tiny ones. */
+static void batch_rows(float *x, int M, int k) {
+    for (int m = 0; m < M; m++)
+        for (int i = 0; i < k; i++) {
+            const float sg = tu_rand_u64(&rs) & 1 ? -1.0f : 1.0f;
+            const float mant = 1.0f + 0.9f * fabsf(tu_randf(&rs));
+            float v;
+            if (m % 3 == 1) v = ldexpf(mant, -140 + (int)(tu_rand_u64(&rs) % 31)); /* tiny row */
+            else if (i % 7 == 3) v = 0.0f;
+            else if (i % 5 == 2) v = ldexpf(mant, -130 + (int)(tu_rand_u64(&rs) % 20));
+            else v = tu_randf(&rs);
+            x[(size_t)m * k + i] = sg * fabsf(v);
+        }
+}
+
 /* Batch invariance of the float GEMV (decode batches of up to 32 rows):
- * every row of a batch of M = 3, 5, 8, 32 through gpu->matmul is bitwise
- * the same row computed alone (M = 1), for fp8 e4m3 (block and channel
- * scales), e5m2 and bf16. Some rows are made only of tiny activations
- * (2^-140 .. 2^-110, fp32 subnormals included), where the e4m3 fold
- * widening (M = 1) and h2 round differently: a batch path widening
- * otherwise than M = 1 shows up there (before 2026-12-02 batches of 3..8
- * took h2). The other rows mix ordinary values, zeros and tiny ones. */
+ * every row of a batch of M = 3, 5, 8, 32 through gpu->matmul (and, with
+ * an up weight, gpu->gate_up_silu) is bitwise the same row computed alone
+ * (M = 1), for fp8 e4m3 (block and channel scales), e5m2 and bf16, at
+ * k = 1024 (fp8: one warp per row group) and 4096 (fp8 and bf16 split K
+ * over warps). The tiny rows are where the e4m3 fold widening (M = 1) and
+ * h2 round differently: a batch path widening otherwise than M = 1 shows
+ * up there (before 2026-12-02 batches of 3..8 took h2). The epilogue sums
+ * the warp by the butterfly at M = 3, 5 and scattered at M = 1, 8, 32
+ * (dl_warp_sum_scatter), so this also holds the two forms to the same
+ * bits, with and without the K split and the SiLU pairing. */
 static void test_float_batch_invariance(void) {
     static const struct {
         dl_dtype dt;
         dl_wscale sk;
     } T[] = {{DT_F8E4M3, WS_BLOCK}, {DT_F8E4M3, WS_CHANNEL}, {DT_F8E5M2, WS_BLOCK}, {DT_BF16, WS_NONE}};
-    static const int Ms[] = {3, 5, 8, 32};
-    const int n = 300, k = 1024;
-    for (size_t t = 0; t < sizeof T / sizeof T[0]; t++) {
-        dl_weight w = make_w(T[t].dt, n, k, k, T[t].sk, ACT_NATIVE, 0);
-        CHECK(gpu->upload(gpu, &w) == 0);
-        for (int mi = 0; mi < 4; mi++) {
-            const int M = Ms[mi];
-            const size_t nx = (size_t)M * k, ny = (size_t)M * n;
-            float *x = malloc(nx * 4), *yb = malloc(ny * 4), *y1 = malloc((size_t)n * 4);
-            for (int m = 0; m < M; m++)
-                for (int i = 0; i < k; i++) {
-                    const float sg = tu_rand_u64(&rs) & 1 ? -1.0f : 1.0f;
-                    const float mant = 1.0f + 0.9f * fabsf(tu_randf(&rs));
-                    float v;
-                    if (m % 3 == 1) v = ldexpf(mant, -140 + (int)(tu_rand_u64(&rs) % 31)); /* tiny row */
-                    else if (i % 7 == 3) v = 0.0f;
-                    else if (i % 5 == 2) v = ldexpf(mant, -130 + (int)(tu_rand_u64(&rs) % 20));
-                    else v = tu_randf(&rs);
-                    x[(size_t)m * k + i] = sg * fabsf(v);
+    static const int Ms[] = {3, 5, 8, 32}, Ks[] = {1024, 4096};
+    const int n = 300;
+    for (size_t t = 0; t < sizeof T / sizeof T[0]; t++)
+        for (int ki = 0; ki < 2; ki++) {
+            const int k = Ks[ki];
+            dl_weight w = make_w(T[t].dt, n, k, k, T[t].sk, ACT_NATIVE, 0);
+            dl_weight u = make_w(T[t].dt, n, k, k, T[t].sk, ACT_NATIVE, 0);
+            CHECK(gpu->upload(gpu, &w) == 0);
+            CHECK(gpu->upload(gpu, &u) == 0);
+            for (int mi = 0; mi < 4; mi++)
+                for (int silu = 0; silu < 2; silu++) {
+                    const int M = Ms[mi];
+                    const size_t nx = (size_t)M * k, ny = (size_t)M * n;
+                    float *x = malloc(nx * 4), *yb = malloc(ny * 4), *y1 = malloc((size_t)n * 4);
+                    batch_rows(x, M, k);
+                    float *dx = dput(x, nx), *dy = gpu->alloc(gpu, ny * 4);
+                    float *g1 = gpu->alloc(gpu, ny * 4), *g2 = gpu->alloc(gpu, ny * 4);
+                    if (silu) gpu->gate_up_silu(gpu, dy, g1, g2, dx, &w, &u, M);
+                    else gpu->matmul(gpu, dy, dx, &w, M);
+                    dget(yb, dy, ny);
+                    size_t bad = 0;
+                    for (int m = 0; m < M; m++) {
+                        if (silu) gpu->gate_up_silu(gpu, dy, g1, g2, dx + (size_t)m * k, &w, &u, 1);
+                        else gpu->matmul(gpu, dy, dx + (size_t)m * k, &w, 1);
+                        dget(y1, dy, (size_t)n);
+                        bad += memcmp(y1, yb + (size_t)m * n, (size_t)n * 4) != 0;
+                    }
+                    CHECKF(bad == 0, "%s %s k=%d%s: %zu of %d rows of a batch of %d differ from the row alone",
+                           dt_name(T[t].dt),
+                           T[t].sk == WS_BLOCK ? "block" : T[t].sk == WS_CHANNEL ? "channel" : "unscaled", k,
+                           silu ? " gate/up" : "", bad, M, M);
+                    gpu->free(gpu, dx), gpu->free(gpu, dy), gpu->free(gpu, g1), gpu->free(gpu, g2);
+                    free(x), free(yb), free(y1);
                 }
-            float *dx = dput(x, nx), *dy = gpu->alloc(gpu, ny * 4);
-            gpu->matmul(gpu, dy, dx, &w, M);
-            dget(yb, dy, ny);
-            size_t bad = 0;
-            for (int m = 0; m < M; m++) {
-                gpu->matmul(gpu, dy, dx + (size_t)m * k, &w, 1);
-                dget(y1, dy, (size_t)n);
-                bad += memcmp(y1, yb + (size_t)m * n, (size_t)n * 4) != 0;
-            }
-            CHECKF(bad == 0, "%s %s: %zu of %d rows of a batch of %d differ from the row alone", dt_name(T[t].dt),
-                   T[t].sk == WS_BLOCK ? "block" : T[t].sk == WS_CHANNEL ? "channel" : "unscaled", bad, M, M);
-            gpu->free(gpu, dx), gpu->free(gpu, dy);
-            free(x), free(yb), free(y1);
+            gpu->release(gpu, &w), gpu->release(gpu, &u);
+            free_w(&w), free_w(&u);
         }
-        gpu->release(gpu, &w);
-        free_w(&w);
-    }
 }
 
 static void test_embed_norm(void) {
