@@ -323,21 +323,22 @@ static int variant_spec(int v, int fp8, char *buf, size_t n) {
     static const int i8ks[4] = {0, 1, 2, 4};
     /* ... and the permuted activations of M >= 3 (period 10), and the batched-M rule (mlb: 0 the
      * unbounded kernels, 1 the register-capped ring at every M >= 3, 2 the capped ring at M <= 4
-     * and rows by shape; period 21: it meets every xp, ring, rows and widening) */
+     * and rows by shape, 3 as 2 with the M >= 5 register loop capped too; period 28: it meets
+     * every xp, ring, rows and widening) */
     snprintf(buf, n,
              "v1,fp8=%s,u=%d,na=%d,wpb=%d,i8u=%d,i8na=%d,i8wpb=%d,%s,loop=%d,ring=%d,i8ring=%d,i8ks=%d,xp=%d,mlb=%d",
              f8[fi], u, na, wpb ? 8 : 4, u, na, wpb ? 8 : 4, rows[r], v % 3, (v / 2) % 3, (v / 2) % 2,
-             i8ks[(v / 3) % 4], (v / 5) % 2, (v / 7) % 3);
+             i8ks[(v / 3) % 4], (v / 5) % 2, (v / 7) % 4);
     return 1;
 }
 
 /* Rows per warp a variant spec gives fp8 weights at M (r1 / rm; 0: 4, but
- * 2 under mlb=2 at M >= 3 where x is permuted (xp): every job here has
+ * 2 under mlb=2 or 3 at M >= 3 where x is permuted (xp): every job here has
  * fewer rows than 64 per SM and its M x k activations fit in 192 KiB). */
 static int spec_rows_fp8(const char *spec, int M, int xp) {
     const char *p = strstr(spec, M == 1 ? ",r1=" : ",rm=");
     const int r = p ? atoi(p + 4) : 0;
-    if (!r && M >= 3 && xp && strstr(spec, ",mlb=2")) return 2;
+    if (!r && M >= 3 && xp && (strstr(spec, ",mlb=2") || strstr(spec, ",mlb=3"))) return 2;
     return r ? r : 4;
 }
 

@@ -43,14 +43,16 @@
  *                    multiple of the chunk) read x permuted into the
  *                    workspace the caller set (gk_gemv_xperm_ws), lanes'
  *                    loads contiguous
- *   mlb=0|1|2        fp8 GEMVs at M >= 3 that read x permuted: 0 as
+ *   mlb=0|1|2|3      fp8 GEMVs at M >= 3 that read x permuted: 0 as
  *                    before (the unbounded ring at M <= 4, ~180 registers,
  *                    the register loop above, 4 rows per warp); 1 the
  *                    two-stage ring (ring=1|2; CUDA sm_80+) at every M up
  *                    to 8, built with at most 128 registers per thread
  *                    (four blocks of 4 warps per SM where the unbounded
  *                    kernels fit two); 2 that ring at M <= 4 only, and with
- *                    rm=0 the rows per warp by shape (gv_rows_batch)
+ *                    rm=0 the rows per warp by shape (gv_rows_batch); 3
+ *                    (experiment) as 2, and the register loop at M >= 5
+ *                    with 2 rows per warp built with at most 128 registers
  * Not thread-safe: call between launches, from the thread that launches. */
 #pragma once
 #include <stddef.h>

@@ -117,6 +117,57 @@ static __device__ __forceinline__ float dl_warp_sum(float v) {
     for (int o = DL_WARP / 2; o > 0; o >>= 1) v += dl_shfl_xor(v, o);
     return v;
 }
+
+/* Log2 of a power of two, at compile time. */
+static constexpr __host__ __device__ int dl_lg2(int v) { return v <= 1 ? 0 : 1 + dl_lg2(v / 2); }
+static __device__ __forceinline__ float dl_shfl_xor_v(float v, int o) { return dl_shfl_xor(v, o); }
+static __device__ __forceinline__ int dl_shfl_xor_v(int v, int o) { return dl_shfl_xor_i(v, o); }
+/* One step of dl_warp_sum_scatter: H pairs of values, lanes O apart
+ * (templates, so that every index is a constant and a[] stays in
+ * registers), then the next step. */
+template <int H, int O, typename V, int N>
+static __device__ __forceinline__ void dl_scatter_step(V (&a)[N], int lane) {
+    if constexpr (H >= 1) {
+        const bool up = (lane & O) != 0;
+#pragma unroll
+        for (int i = 0; i < H; i++) {
+            const V send = up ? a[i] : a[i + H], keep = up ? a[i + H] : a[i];
+            a[i] = keep + dl_shfl_xor_v(send, O);
+        }
+        dl_scatter_step<H / 2, O / 2, V, N>(a, lane);
+    }
+}
+/* The warp sums of a lane's N values (N a power of two, <= DL_WARP) as N
+ * dl_warp_sum calls make them (the same pairs added in the same steps, so
+ * every bit), but each lane ends with one of them: value j = lane >>
+ * (lg2(DL_WARP) - lg2(N)), in a[0]. In each of the butterfly's first
+ * lg2(N) steps a lane keeps half of its values (the upper half where its
+ * lane bit of that step is set) and adds its partner's copies of those:
+ * N - 1 shuffles there instead of N lg2(N); the steps left are plain
+ * butterfly steps on a[0]. V: float or int. */
+template <typename V, int N> static __device__ __forceinline__ void dl_warp_sum_scatter(V (&a)[N], int lane) {
+    static_assert(N >= 1 && (N & (N - 1)) == 0 && N <= DL_WARP, "a power of two up to the warp size");
+    dl_scatter_step<N / 2, DL_WARP / 2, V, N>(a, lane);
+#pragma unroll
+    for (int o = DL_WARP / (2 * N); o > 0; o >>= 1) a[0] += dl_shfl_xor_v(a[0], o);
+}
+/* The warp sums of a lane's R x MR values acc (R MR a power of two, <=
+ * DL_WARP) by dl_warp_sum_scatter: returns the sum this lane holds, of
+ * value *j = r MR + m, and *hold = whether the lane is the first of those
+ * holding it (the one to store it). */
+template <typename V, int R, int MR>
+static __device__ __forceinline__ V dl_warp_sum_rows(const V (&acc)[R][MR], int lane, int *j, bool *hold) {
+    constexpr int N = R * MR, SH = dl_lg2(DL_WARP) - dl_lg2(N); /* lanes 2^SH apart hold distinct values */
+    V a[N];
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int m = 0; m < MR; m++) a[r * MR + m] = acc[r][m];
+    dl_warp_sum_scatter<V, N>(a, lane);
+    *j = lane >> SH;
+    *hold = (lane & ((1 << SH) - 1)) == 0;
+    return a[0];
+}
 static __device__ __forceinline__ float dl_warp_max(float v) {
     for (int o = DL_WARP / 2; o > 0; o >>= 1) v = fmaxf(v, dl_shfl_xor(v, o));
     return v;

@@ -203,38 +203,6 @@ template <> struct dl_gv<DT_I8, 1> {
 /* The chunk scale of weights without block scales. */
 static __device__ const float dl_one = 1.0f;
 
-/* Log2 of a power of two, at compile time. */
-static constexpr __host__ __device__ int dl_lg2(int v) { return v <= 1 ? 0 : 1 + dl_lg2(v / 2); }
-
-/* The warp sums of a lane's N values (N a power of two, <= DL_WARP) as N
- * dl_warp_sum calls make them (the same pairs added in the same steps, so
- * every bit), but each lane ends with one of them: value j = lane >>
- * (lg2(DL_WARP) - lg2(N)), in a[0]. In each of the butterfly's first
- * lg2(N) steps a lane keeps half of its values (the upper half where its
- * lane bit of that step is set) and adds its partner's copies of those:
- * N - 1 shuffles there instead of N lg2(N); the steps left are plain
- * butterfly steps on a[0]. */
-/* One step of dl_warp_sum_scatter: H pairs of values, lanes O apart
- * (templates, so that every index is a constant and a[] stays in
- * registers), then the next step. */
-template <int H, int O, int N> static __device__ __forceinline__ void dl_scatter_step(float (&a)[N], int lane) {
-    if constexpr (H >= 1) {
-        const bool up = (lane & O) != 0;
-#pragma unroll
-        for (int i = 0; i < H; i++) {
-            const float send = up ? a[i] : a[i + H], keep = up ? a[i + H] : a[i];
-            a[i] = keep + dl_shfl_xor(send, O);
-        }
-        dl_scatter_step<H / 2, O / 2, N>(a, lane);
-    }
-}
-template <int N> static __device__ __forceinline__ void dl_warp_sum_scatter(float (&a)[N], int lane) {
-    static_assert(N >= 1 && (N & (N - 1)) == 0 && N <= DL_WARP, "a power of two up to the warp size");
-    dl_scatter_step<N / 2, DL_WARP / 2, N>(a, lane);
-#pragma unroll
-    for (int o = DL_WARP / (2 * N); o > 0; o >>= 1) a[0] += dl_shfl_xor(a[0], o);
-}
-
 /* Output j = r MR + m of the row group (value v: the row's sum over K),
  * times the tensor/channel scale, plus bias, stored for n0 + r < g.n; a
  * gate/up pair (g.silu) stores for r < R / 2 silu(gate) * up of v and vu
@@ -271,21 +239,16 @@ template <int R, int MR>
 static __device__ __forceinline__ void dl_gv_store(float (&acc)[R][MR], const dl_gv_sel &g, int sk, int n0, int lane) {
     constexpr int N = R * MR;
     if constexpr ((N & (N - 1)) == 0 && N <= DL_WARP) {
-        float a[N];
-#pragma unroll
-        for (int r = 0; r < R; r++)
-#pragma unroll
-            for (int m = 0; m < MR; m++) a[r * MR + m] = acc[r][m];
-        dl_warp_sum_scatter<N>(a, lane);
-        constexpr int SH = dl_lg2(DL_WARP) - dl_lg2(N); /* lanes 2^SH apart hold distinct values */
-        const int j = lane >> SH;
+        int j;
+        bool hold;
+        const float v = dl_warp_sum_rows<float, R, MR>(acc, lane, &j, &hold);
         const bool pair = R >= 2 && g.silu; /* value j < N / 2 (gate) needs j + N / 2 (up) */
         if (g.ks > 1) {
             __shared__ float red[GEMV_MAXT / DL_WARP][N];
             const int wid = threadIdx.x / DL_WARP;
-            if ((lane & ((1 << SH) - 1)) == 0) red[wid][j] = a[0];
+            if (hold) red[wid][j] = v;
             __syncthreads();
-            if ((lane & ((1 << SH) - 1)) != 0 || (wid & (g.ks - 1)) != 0 || (pair && j >= N / 2)) return;
+            if (!hold || (wid & (g.ks - 1)) != 0 || (pair && j >= N / 2)) return;
             float t = red[wid][j], tu = 0.0f;
             for (int w = 1; w < g.ks; w++) t = __fadd_rn(t, red[wid + w][j]);
             if (pair) {
@@ -295,9 +258,9 @@ static __device__ __forceinline__ void dl_gv_store(float (&acc)[R][MR], const dl
             dl_gv_put<R, MR>(g, sk, n0, j, t, tu);
         } else {
             /* the lanes holding j + N / 2 are DL_WARP / 2 away (j's top bit is the lane's top bit) */
-            const float u = pair ? dl_shfl_xor(a[0], DL_WARP / 2) : 0.0f;
-            if ((lane & ((1 << SH) - 1)) != 0 || (pair && j >= N / 2)) return;
-            dl_gv_put<R, MR>(g, sk, n0, j, a[0], u);
+            const float u = pair ? dl_shfl_xor(v, DL_WARP / 2) : 0.0f;
+            if (!hold || (pair && j >= N / 2)) return;
+            dl_gv_put<R, MR>(g, sk, n0, j, v, u);
         }
         return;
     }
@@ -481,8 +444,10 @@ static __device__ __forceinline__ void dl_gv_chunk(const uint4 (&raw)[R], const 
  * block shape leave that order, hence every bit, unchanged. Tail rows
  * recompute the last row and are not stored. Needs gk_gemv_ok and a 16-byte
  * aligned x; in-row offsets are 32-bit (k * element size < 2^31). */
-template <int DT, int MR, int R, int U, int CV, int NA, bool XP = false>
-__global__ void __launch_bounds__(GEMV_MAXT)
+/* LB (knob mlb=3, fp8 at M >= 5 with 2 rows per warp): at least LB blocks
+ * of GEMV_MAXT threads per SM, i.e. at most 128 registers at LB = 2. */
+template <int DT, int MR, int R, int U, int CV, int NA, bool XP = false, int LB = 0>
+__global__ void __launch_bounds__(GEMV_MAXT, LB)
     dl_k_gemv_f(const float *__restrict__ x, const dl_gv_job j) {
     typedef dl_wt<DT> T;
     typedef dl_gv<DT, CV> G;
@@ -1036,7 +1001,7 @@ static int cfg_apply(gv_knobs *k, const char *spec) {
             {"u", &c->u, U24}, {"na", &c->na, B01}, {"wpb", &c->wpb, W48}, {"r1", &c->r1, R},
             {"rm", &c->rm, R}, {"i8u", &c->i8u, U24}, {"i8na", &c->i8na, B01}, {"i8wpb", &c->i8wpb, W48},
             {"i8r1", &c->i8r1, R}, {"i8rm", &c->i8rm, R}, {"loop", &k->loop, L012}, {"ring", &c->ring, L012},
-            {"i8ring", &c->i8ring, B01}, {"i8ks", &c->i8ks, R}, {"xp", &k->xp, B01}, {"mlb", &c->mlb, L012}};
+            {"i8ring", &c->i8ring, B01}, {"i8ks", &c->i8ks, R}, {"xp", &k->xp, B01}, {"mlb", &c->mlb, 0xF}};
         size_t i = 0;
         for (; i < sizeof tab / sizeof tab[0]; i++)
             if (!strcmp(key, tab[i].k)) break;
@@ -1162,7 +1127,7 @@ static void gv_go_k(const gv_call &c) {
      * capped at 128 registers (LB = 2): at every M up to 8 (mlb = 1), or
      * at M <= 4 (mlb = 2, with the rows per warp of gv_rows_batch) */
     if constexpr ((DT == DT_F8E4M3 || DT == DT_F8E5M2) && MR >= 3 && XP) {
-        if ((c.cfg.mlb == 1 || (c.cfg.mlb == 2 && MR <= 4)) && c.cfg.ring && dl_ring_ok() &&
+        if ((c.cfg.mlb == 1 || (c.cfg.mlb >= 2 && MR <= 4)) && c.cfg.ring && dl_ring_ok() &&
             dl_gv_scale_shared(c.w[0], c.silu ? R / 2 : R)) {
             const size_t smem = (size_t)2 * R * c.cfg.wpb * DL_WARP * sizeof(uint4);
             g_ring_n++;
@@ -1221,6 +1186,9 @@ static void gv_go_k(const gv_call &c) {
             g_unsc_n++;
             return dl_launch(dl_k_gemv_f<DT, MR, R, U, 1, NA>, grid, c.cfg.wpb * DL_WARP, 0, c.st, c.x, j);
         }
+    }
+    if constexpr ((DT == DT_F8E4M3 || DT == DT_F8E5M2) && MR >= 5 && R == 2 && XP) {
+        if (c.cfg.mlb == 3) return dl_launch(dl_k_gemv_f<DT, MR, R, U, CV, NA, XP, 2>, grid, c.cfg.wpb * DL_WARP, 0, c.st, c.x, j);
     }
     dl_launch(dl_k_gemv_f<DT, MR, R, U, CV, NA, XP>, grid, c.cfg.wpb * DL_WARP, 0, c.st, c.x, j);
 }
@@ -1355,7 +1323,7 @@ static int gv_rows_batch(const gv_call &c, int M, int vec) {
 template <int DT, int MR>
 static void gv_rows(const gv_call &c) {
     int r = MR == 1 ? c.cfg.r1 : c.cfg.rm;
-    if (!r && dl_is_fp8(DT) && MR >= 3 && c.cfg.mlb == 2 && gv_reads_xp(c, dl_wt<DT>::VEC, c.cfg.na))
+    if (!r && dl_is_fp8(DT) && MR >= 3 && c.cfg.mlb >= 2 && gv_reads_xp(c, dl_wt<DT>::VEC, c.cfg.na))
         r = gv_rows_batch(c, MR, dl_wt<DT>::VEC);
     if (!r) r = dl_wt<DT>::VEC >= 16 ? (dl_is_fp8(DT) ? 4 : 2) : MR > 1 ? 4 : dl_wt<DT>::VEC == 8 ? 2 : 1;
     if (c.silu && r == 1) r = 2; /* a pair needs one gate and one up row per warp */

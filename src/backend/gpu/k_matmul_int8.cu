@@ -126,42 +126,73 @@ __global__ void __launch_bounds__(I8_MAXT)
         dot(wb, k0);
         k0 += kstep;
     }
-    /* the warp sums; with a K split, the ks warps' sums in warp order */
+    /* the warp sums; with a K split, the ks warps' sums in warp order.
+     * Where R MR is a power of two they are scattered over the lanes
+     * (dl_warp_sum_scatter: R MR - 1 shuffles instead of 5 R MR) and each
+     * is finished and stored by the lane holding it (exact integer sums:
+     * the same values either way) */
+    constexpr int N = R * MR;
+    if constexpr ((N & (N - 1)) == 0 && N <= DL_WARP) {
+        int jv;
+        bool hold;
+        int v = dl_warp_sum_rows<int, R, MR>(acc, lane, &jv, &hold);
+        if (g.ks > 1) {
+            __shared__ int red[I8_MAXT / DL_WARP][N];
+            const int wid = threadIdx.x / DL_WARP;
+            if (hold) red[wid][jv] = v;
+            __syncthreads();
+            if (at.wks || !hold) return;
+            v = red[wid][jv];
+            for (int w = 1; w < g.ks; w++) v += red[wid + w][jv];
+        }
+        if (!hold) return;
+        const int r = jv / MR, m = jv - r * MR, n = n0 + r;
+        if (n >= g.n) return;
+        float sr = rs[0], bb = rb[0]; /* row r's (the preloaded arrays by constant index: no local memory) */
 #pragma unroll
-    for (int r = 0; r < R; r++)
-#pragma unroll
-        for (int m = 0; m < MR; m++)
-            for (int o = DL_WARP / 2; o > 0; o >>= 1) acc[r][m] += dl_shfl_xor_i(acc[r][m], o);
-    if (g.ks > 1) {
-        __shared__ int red[I8_MAXT / DL_WARP][R * MR];
-        const int wid = threadIdx.x / DL_WARP;
-        if (lane == 0)
-#pragma unroll
-            for (int r = 0; r < R; r++)
-#pragma unroll
-                for (int m = 0; m < MR; m++) red[wid][r * MR + m] = acc[r][m];
-        __syncthreads();
-        if (at.wks) return;
+        for (int i = 1; i < R; i++)
+            if (r == i) sr = rs[i], bb = rb[i];
+        if (!spre) sr = dl_gv_rowscale(w0.scale_kind, g.scale, n), bb = g.bias ? g.bias[n] : 0.0f;
+        /* as i8_epilogue, with the picked weight's scale and bias */
+        const float t = __fmul_rn(__fmul_rn((float)v, xs[m]), sr);
+        g.y[(int64_t)m * g.n + n] = g.bias ? __fadd_rn(t, bb) : t;
+    } else {
 #pragma unroll
         for (int r = 0; r < R; r++)
 #pragma unroll
+            for (int m = 0; m < MR; m++)
+                for (int o = DL_WARP / 2; o > 0; o >>= 1) acc[r][m] += dl_shfl_xor_i(acc[r][m], o);
+        if (g.ks > 1) {
+            __shared__ int red[I8_MAXT / DL_WARP][R * MR];
+            const int wid = threadIdx.x / DL_WARP;
+            if (lane == 0)
+#pragma unroll
+                for (int r = 0; r < R; r++)
+#pragma unroll
+                    for (int m = 0; m < MR; m++) red[wid][r * MR + m] = acc[r][m];
+            __syncthreads();
+            if (at.wks) return;
+#pragma unroll
+            for (int r = 0; r < R; r++)
+#pragma unroll
+                for (int m = 0; m < MR; m++) {
+                    int v = red[wid][r * MR + m];
+                    for (int w = 1; w < g.ks; w++) v += red[wid + w][r * MR + m];
+                    acc[r][m] = v;
+                }
+        }
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const int n = n0 + r;
+            const float sr = spre ? rs[r] : n < g.n ? dl_gv_rowscale(w0.scale_kind, g.scale, n) : 0.0f;
+#pragma unroll
             for (int m = 0; m < MR; m++) {
-                int v = red[wid][r * MR + m];
-                for (int w = 1; w < g.ks; w++) v += red[wid + w][r * MR + m];
-                acc[r][m] = v;
-            }
-    }
-#pragma unroll
-    for (int r = 0; r < R; r++) {
-        const int n = n0 + r;
-        const float sr = spre ? rs[r] : n < g.n ? dl_gv_rowscale(w0.scale_kind, g.scale, n) : 0.0f;
-#pragma unroll
-        for (int m = 0; m < MR; m++) {
-            const int v = acc[r][m];
-            if (lane == 0 && n < g.n) {
-                /* as i8_epilogue, with the picked weight's scale and bias */
-                const float t = __fmul_rn(__fmul_rn((float)v, xs[m]), sr);
-                g.y[(int64_t)m * g.n + n] = g.bias ? __fadd_rn(t, spre ? rb[r] : g.bias[n]) : t;
+                const int v = acc[r][m];
+                if (lane == 0 && n < g.n) {
+                    /* as i8_epilogue, with the picked weight's scale and bias */
+                    const float t = __fmul_rn(__fmul_rn((float)v, xs[m]), sr);
+                    g.y[(int64_t)m * g.n + n] = g.bias ? __fadd_rn(t, spre ? rb[r] : g.bias[n]) : t;
+                }
             }
         }
     }
