@@ -398,6 +398,7 @@ static void test_multi_and_variants(int block_only) {
                         const unsigned long long un0 = gk_gemv_unscaled_launches();
                         const unsigned long long ks0 = gk_int8_ksplit_launches();
                         const unsigned long long xp0 = gk_gemv_xperm_launches();
+                        const unsigned long long cap0 = gk_gemv_capped_launches();
                         check_job(&j, spec, 0, hs);
                         /* float GEMVs of 8-bit weights read x permuted exactly where asked for (xp=1,
                          * M >= 3, L1 no-allocate weight loads; every k here is a multiple of the chunk) */
@@ -405,6 +406,12 @@ static void test_multi_and_variants(int block_only) {
                                         strstr(spec, ",xp=1") && strstr(spec, ",na=1,");
                         CHECKF((gk_gemv_xperm_launches() > xp0) == (wxp != 0), "variant %s %s M=%d: xperm %s", spec,
                                FMTS[f].name, M, wxp ? "not launched" : "unexpected");
+                        /* the register loop capped at 128 registers ran exactly where asked for (mlb=3:
+                         * fp8, M >= 5, x permuted, 2 rows per warp) */
+                        const int wcap = is_fp8(FMTS[f].dt) && M >= 5 && wxp && strstr(spec, ",mlb=3") &&
+                                         spec_rows_fp8(spec, M, wxp) == 2;
+                        CHECKF((gk_gemv_capped_launches() > cap0) == (wcap != 0), "variant %s %s M=%d: capped loop %s",
+                               spec, FMTS[f].name, M, wcap ? "not launched" : "unexpected");
                         /* the W8A8 register GEMV split K where asked for (2, 4) or where the shape
                          * calls for it (by shape: >= 8 chunks of 16 bytes per lane unsplit) */
                         if (is_w8a8(&FMTS[f]) && (!strstr(spec, "i8ring=1") || !gk_gemv_ring_supported())) {
@@ -444,6 +451,27 @@ static void test_multi_and_variants(int block_only) {
                                    spec, FMTS[f].name, codes ? " (all codes)" : "", M, i, (long long)j.w[i].n, d, ny);
                         }
                         free_h(hs, j.count);
+                        /* fp8 at M = 1 reading x's permuted twin (gk_gemv_twin): every launch (each
+                         * weight alone and the multi launch) read it, and the bits are v1's */
+                        if (M == 1 && is_fp8(FMTS[f].dt) && S[s].k % 16 == 0) {
+                            float *dxt = dalloc(gk_gemv_twin_bytes(S[s].k));
+                            gk_gemv_twin_fill(gpu_backend_stream(gpu), dxt, j.dx, S[s].k);
+                            const unsigned long long t0 = gk_gemv_twin_launches();
+                            gk_gemv_twin(dxt, NULL);
+                            float *ht[3];
+                            check_job(&j, spec, 0, ht);
+                            gk_gemv_twin(NULL, NULL);
+                            CHECKF(gk_gemv_twin_launches() - t0 == (unsigned long long)j.count + 1,
+                                   "variant %s %s: %llu twin launches, want %d", spec, FMTS[f].name,
+                                   gk_gemv_twin_launches() - t0, j.count + 1);
+                            for (int i = 0; i < j.count; i++) {
+                                size_t d = ndiff(ht[i], ref[i], (size_t)j.w[i].n);
+                                CHECKF(d == 0, "variant %s %s twin weight %d: %zu of %lld differ from v1", spec,
+                                       FMTS[f].name, i, d, (long long)j.w[i].n);
+                            }
+                            free_h(ht, j.count);
+                            gpu->free(gpu, dxt);
+                        }
                     }
                     /* count = 1 multi == gk_gemv too */
                     gk_gemv_tune(saved);
@@ -525,6 +553,35 @@ static void test_gate_up_silu(int block_only) {
                         CHECKF(untouched(hg[i], ny + GUARD), "gate_up_silu %s %s M=%d: wrote to the %s buffer", spec, FMTS[f].name, M,
                                i ? "up" : "gate");
                     free_h(hg, 2);
+                    /* M = 1: the same launch reading x's twin (fp8 weights) and writing out's twin
+                     * beside out: out has the same bits, and its twin is the one made from out */
+                    if (M == 1 && S[s].k % 16 == 0 && S[s].n % 16 == 0) { /* (the backend makes twins of
+                                                                            * rows of whole groups of 16) */
+                        const size_t xb = gk_gemv_twin_bytes(S[s].k), ob = gk_gemv_twin_bytes(S[s].n);
+                        float *dxt = dalloc(xb), *dot = dalloc(ob), *dor = dalloc(ob);
+                        float *z = calloc(1, ob), *ho = malloc(ob), *hr = malloc(ob);
+                        gpu->from_host(gpu, dot, z, ob); /* the twin's padding: zeros, as gk_gemv_twin_fill's */
+                        gk_gemv_twin_fill(st, dxt, j.dx, S[s].k);
+                        fill_sentinel(dout, ny + GUARD);
+                        const unsigned long long t0 = gk_gemv_twin_launches();
+                        gk_gemv_twin(dxt, dot);
+                        gk_gemv_silu(st, &mw, j.dx, M);
+                        gk_gemv_twin(NULL, NULL);
+                        CHECKF(gk_gemv_twin_launches() - t0 == (is_fp8(FMTS[f].dt) ? 1u : 0u),
+                               "gate_up_silu twin %s %s: %llu twin reads", spec, FMTS[f].name,
+                               gk_gemv_twin_launches() - t0);
+                        gk_gemv_twin_fill(st, dor, dref, S[s].n);
+                        CHECKF(gpu->sync(gpu) == 0, "sync: %s", dl_errmsg());
+                        gpu->to_host(gpu, hout, dout, (ny + GUARD) * 4);
+                        gpu->to_host(gpu, ho, dot, ob);
+                        gpu->to_host(gpu, hr, dor, ob);
+                        CHECKF(ndiff(href, hout, ny) == 0 && guard_ok(hout, ny), "gate_up_silu twin %s %s n=%d: out differs",
+                               spec, FMTS[f].name, S[s].n);
+                        CHECKF(ndiff(ho, hr, ob / 4) == 0, "gate_up_silu twin %s %s n=%d: out's twin differs", spec,
+                               FMTS[f].name, S[s].n);
+                        gpu->free(gpu, dxt), gpu->free(gpu, dot), gpu->free(gpu, dor);
+                        free(z), free(ho), free(hr);
+                    }
                 }
                 /* refusals: unequal rows, no output, count 3 */
                 mw.silu = dout;

@@ -310,6 +310,59 @@ static void test_float_batch_invariance(void) {
         }
 }
 
+#if defined(DOTLM_CUDA) || defined(DOTLM_HIP)
+/* The one-row norm that also writes y's permuted twin (gk_norm_twin, for
+ * the M = 1 fp8 GEMVs): x, y bitwise the plain wide norm's (with and
+ * without the residual add, fp32 and bf16 weights, zc on / off), the twin
+ * bitwise gk_gemv_twin_fill of y, and the rows it must refuse (d % 16, an
+ * unaligned twin) launch nothing. */
+static void test_norm_twin(void) {
+    void *st = gpu_backend_stream(gpu);
+    static const int D[] = {1024, 4096, 5120};
+    for (size_t di = 0; di < sizeof D / sizeof D[0]; di++)
+        for (int wdt = 0; wdt < 2; wdt++)
+            for (int add = 0; add < 2; add++) {
+                const int d = D[di], zc = (int)((di + add) & 1);
+                const size_t tb = gk_gemv_twin_bytes(d);
+                float *hx = malloc(d * 4), *hr = malloc(d * 4), *hw = malloc(d * 4), *h1 = malloc(d * 4),
+                      *h2 = malloc(d * 4), *t1 = malloc(tb), *t2 = malloc(tb);
+                fill(hx, d, 3.0f), fill(hr, d, 1.0f), fill(hw, d, 1.0f);
+                uint16_t *hb = malloc(d * 2);
+                for (int i = 0; i < d; i++) {
+                    uint32_t u;
+                    memcpy(&u, &hw[i], 4);
+                    hb[i] = (uint16_t)(u >> 16);
+                }
+                void *dw = gpu->alloc(gpu, (size_t)d * 4);
+                gpu->from_host(gpu, dw, wdt ? (const void *)hb : (const void *)hw, (size_t)d * (wdt ? 2 : 4));
+                const int wt = wdt ? DT_BF16 : DT_F32;
+                float *x1 = dput(hx, d), *x2 = dput(hx, d), *res = dput(hr, d), *y1 = dput(hx, d), *y2 = dput(hx, d);
+                float *yt = gpu->alloc(gpu, tb), *yr = gpu->alloc(gpu, tb);
+                if (add) gk_add_rmsnorm(st, x1, res, y1, dw, wt, 1, d, 1e-6f, zc);
+                else gk_rmsnorm(st, y1, x1, dw, wt, 1, d, 1e-6f, zc);
+                CHECKF(gk_norm_twin(st, x2, add ? res : NULL, y2, dw, wt, d, 1e-6f, zc, yt) == 1, "norm twin d=%d", d);
+                gk_gemv_twin_fill(st, yr, y1, d);
+                dget(h1, y1, d), dget(h2, y2, d);
+                CHECKF(!memcmp(h1, h2, (size_t)d * 4), "norm twin d=%d add=%d w=%s: y differs from the plain norm", d,
+                       add, wdt ? "bf16" : "f32");
+                dget(h1, x1, d), dget(h2, x2, d);
+                CHECKF(!memcmp(h1, h2, (size_t)d * 4), "norm twin d=%d add=%d: x differs", d, add);
+                dget(t1, yr, tb / 4), dget(t2, yt, tb / 4);
+                CHECKF(!memcmp(t1, t2, tb), "norm twin d=%d add=%d w=%s: twin differs from the permuted y", d, add,
+                       wdt ? "bf16" : "f32");
+                /* refusals */
+                CHECK(gk_norm_twin(st, x2, NULL, y2, dw, wt, d - 4, 1e-6f, zc, yt) == 0);
+                CHECK(gk_norm_twin(st, x2, NULL, y2, dw, wt, d, 1e-6f, zc, yt + 1) == 0);
+                CHECK(gk_norm_twin(st, x2, NULL, y2, dw, wt, d, 1e-6f, zc, NULL) == 0);
+                gpu->free(gpu, dw), gpu->free(gpu, x1), gpu->free(gpu, x2), gpu->free(gpu, res);
+                gpu->free(gpu, y1), gpu->free(gpu, y2), gpu->free(gpu, yt), gpu->free(gpu, yr);
+                free(hx), free(hr), free(hw), free(h1), free(h2), free(t1), free(t2), free(hb);
+            }
+}
+#else
+static void test_norm_twin(void) {} /* no GPU backend: main skips before any GPU check */
+#endif
+
 static void test_embed_norm(void) {
     static const dl_dtype T[] = {DT_F32, DT_F16, DT_BF16};
     int32_t tok[5] = {3, 0, 9, 3, 7}, seq[5] = {0, 0, 0, 1, 1}, pos[5] = {0, 1, 2, 0, 1};
@@ -1332,6 +1385,7 @@ int main(void) {
     test_float_determinism();
     test_float_batch_invariance();
     test_embed_norm();
+    test_norm_twin();
     test_rope();
     test_elementwise();
     static const int cfg[][3] = {{4, 4, 64}, {8, 2, 128}, {6, 3, 72}, {4, 1, 20}, {16, 4, 128}, {4, 2, 256},

@@ -132,6 +132,11 @@ static kreg_kernel K_XPERM =
     KREG_KERNEL(KN("gemv_xperm"), "fp8 / int8 weight-only GEMV launches at M >= 3 reading x permuted by a small "
                                   "kernel so that a warp's activation loads are contiguous (same bits); off: "
                                   "strided loads");
+static kreg_kernel K_XT =
+    KREG_KERNEL(KN("gemv_twin"), "fp8 GEMV launches at M = 1 reading x from a permuted twin that the kernel "
+                                 "which made x wrote beside it (the norms, the gate/up SiLU epilogue), so that "
+                                 "a warp's activation loads are contiguous (same bits; opt-in: "
+                                 "DOTLM_GPU_GEMV_TWIN=1); off: strided loads");
 static kreg_kernel K_PDL = KREG_KERNEL(KN("pdl"), "launches that may start before the kernel ahead ends (programmatic "
                                                   "dependent launch, sm_90+); GEMVs stream weights meanwhile");
 
@@ -208,6 +213,18 @@ typedef struct {
     size_t qc_cap;
     const float *qc_y;
     int qc_rows, qc_d, qc_kp, qc_valid;
+    /* the permuted twin (gk_gemv_twin) of a norm's or gate/up SiLU's one-row
+     * output, written by that kernel for the M = 1 fp8 GEMVs reading it next
+     * (valid until any other op runs); two buffers, as a gate/up launch reads
+     * one twin and writes the other */
+    int fp8w;             /* an fp8 weight was uploaded */
+    int xt_opt;           /* DOTLM_GPU_GEMV_TWIN=1: the twins are opted in */
+    int xt_on;            /* opted in and cuda.gemv_twin on, at begin() (part of graph keys) */
+    void *xt[2];
+    size_t xt_cap[2];
+    const float *xt_of;   /* the activation xt[xt_cur] twins */
+    int64_t xt_k;
+    int xt_valid, xt_cur, xt_next;
     gpu_graphs *graphs;   /* decode forwards recorded as graphs */
     int pdl_ok;           /* the device can use programmatic dependent launch */
     int pdl;              /* PDL on for the launches of this forward */
@@ -353,6 +370,13 @@ static void set_err(gpu_impl *g, const char *msg) {
 
 /* Grow a device buffer to at least `need` bytes; waits for the stream first
  * so that no in-flight kernel still reads the old buffer. */
+/* Every op but the matmuls that read them: the cached int8 codes and the
+ * permuted twin of an activation are stale. */
+static void act_stale(gpu_impl *g) {
+    g->qc_valid = 0;
+    g->xt_valid = 0;
+}
+
 static int ensure_dev(gpu_impl *g, void **buf, size_t *cap, size_t need) {
     if (need <= *cap && *buf) return 0;
     if (gpu_graphs_capturing(g->graphs)) { /* cannot wait inside a capture: redo eagerly */
@@ -494,6 +518,7 @@ static int gpu_upload(dl_backend *be, dl_weight *w) {
     gw->g.kb = (int)((w->k + gw->g.bk - 1) / gw->g.bk);
     gw->g.bk_shift = -1;
     if (w->dtype == DT_I8 && w->actq == ACT_INT8_TOKEN) IMPL(be)->w8a8 = 1;
+    if (w->dtype == DT_F8E4M3 || w->dtype == DT_F8E5M2) IMPL(be)->fp8w = 1;
     for (int sh = 0; sh < 31; sh++)
         if ((1 << sh) == gw->g.bk) gw->g.bk_shift = sh;
     w->dev = gw;
@@ -655,6 +680,11 @@ static int gpu_begin(dl_backend *be, const dl_batch *b, const dl_kvcache *kv) {
     g->att_gb = gk_attn_gb_get();
     g->att_gbr = kreg_enabled(&K_ATT_GBR);
     g->gu_silu = kreg_enabled(&K_GU_SILU);
+    /* opt-in: measured slower in decode (H200, 2026-12-02, Qwen3-8B fp8 at
+     * 512, bench/h200-2026-12-02d/run3, run4: 313.8 / 312.7 tok/s with
+     * it, 314.1 / 313.7 with 4 rows per warp everywhere, 315.9 / 317.5
+     * without), though the GEMV alone gains 1-4 points */
+    g->xt_on = g->xt_opt && kreg_enabled(&K_XT);
     /* opt-in: measured slower in decode (H200, 2026-11-30, Qwen3-8B at 512, one
      * run: fp8 247.6 tok/s with it, 254.3 without; bf16 183.0 / 192.0; with PDL
      * off 228.8 / 242.0): every attention block norms and rotates its heads
@@ -708,7 +738,7 @@ static int gpu_begin(dl_backend *be, const dl_batch *b, const dl_kvcache *kv) {
     if (gpurt_event_record(g->ev[c], g->stream)) return dl_err("%s: %s", GPU_NAME, gpurt_errstr());
     g->ev_used[c] = 1;
     g->ntok = (int)nt;
-    g->qc_valid = 0;
+    act_stale(g);
     g->mbps = kv ? kv->max_blocks_per_seq : 0;
     int ml = 0;
     for (size_t i = 0; i < nt; i++)
@@ -727,6 +757,38 @@ static const int32_t *d_seq(gpu_impl *g) { return g->d_batch + g->ntok; }
 static const int32_t *d_pos(gpu_impl *g) { return g->d_batch + 2 * g->ntok; }
 
 /* ---------------- ops ---------------- */
+
+/* Where a kernel making a one-row activation of d floats writes its twin
+ * (not the buffer its own launch may read), or NULL when none is wanted
+ * (switch off, no fp8 weights, d % 16) or the buffer cannot be had. */
+static float *twin_out(gpu_impl *g, int64_t d) {
+    if (!g->xt_on || !g->fp8w || d % 16) return NULL;
+    const int b = g->xt_valid && g->xt_cur == 0 ? 1 : 0;
+    if (ensure_dev(g, &g->xt[b], &g->xt_cap[b], gk_gemv_twin_bytes(d))) return NULL;
+    g->xt_next = b;
+    return (float *)g->xt[b];
+}
+/* After that launch: the twin of y (d floats) is valid. */
+static void twin_made(gpu_impl *g, const float *y, int64_t d) {
+    g->xt_valid = 1;
+    g->xt_cur = g->xt_next;
+    g->xt_of = y;
+    g->xt_k = d;
+}
+/* Before float GEMV launches of M rows of x on k-column weights: x's twin
+ * for the M = 1 fp8 kernels when one is valid (and outt, where a gate/up
+ * pair's output twin goes, or NULL); returns the twin-read count so far
+ * for twin_done. */
+static unsigned long long twin_begin(gpu_impl *g, const float *x, int64_t k, int M, float *outt) {
+    const int ok = g->xt_valid && g->xt_of == x && g->xt_k == k && M == 1;
+    gk_gemv_twin(ok ? (const float *)g->xt[g->xt_cur] : NULL, outt);
+    return gk_gemv_twin_launches();
+}
+/* After them: one cuda.gemv_twin dispatch per launch that read a twin. */
+static void twin_done(gpu_impl *g, unsigned long long before) {
+    hits_since(g, &K_XT, before, gk_gemv_twin_launches());
+    gk_gemv_twin(NULL, NULL);
+}
 
 /* Norm (after x += res when res is not NULL) that also makes the int8 codes
  * of y for the W8A8 matmuls reading y next, when the model has W8A8 weights
@@ -759,11 +821,12 @@ static int norm_q(gpu_impl *g, float *x, const float *res, float *y, const gpu_w
 /* After a matmul wrote y: a cached quantization of y is stale. */
 static void qc_written(gpu_impl *g, const float *y) {
     if (g->qc_valid && g->qc_y == y) g->qc_valid = 0;
+    if (g->xt_valid && g->xt_of == y) g->xt_valid = 0;
 }
 
 static void gpu_embed(dl_backend *be, float *x, const dl_weight *emb) {
     gpu_impl *g = IMPL(be);
-    g->qc_valid = 0;
+    act_stale(g);
     const gpu_weight *gw = emb->dev;
     if (!gw) { set_err(g, "embed: weight not uploaded"); return; }
     LAUNCH(g, &K_EMBED, gk_embed(g->stream, x, &gw->g, d_tokens(g), g->ntok));
@@ -774,9 +837,15 @@ static void gpu_rmsnorm(dl_backend *be, float *y, const float *x, const dl_weigh
     gpu_impl *g = IMPL(be);
     const gpu_weight *gw = w->dev;
     if (!gw) { set_err(g, "rmsnorm: weight not uploaded"); return; }
-    g->qc_valid = 0;
+    act_stale(g);
     if (norm_q(g, (float *)x, NULL, y, gw, K_RMS.name, rows, d, eps, zc)) {
         hit(g, &K_RMS);
+        return;
+    }
+    float *yt = rows == 1 ? twin_out(g, d) : NULL;
+    if (yt && gk_norm_twin_ok(d, x, NULL, y, yt)) {
+        LAUNCH(g, &K_RMS, gk_norm_twin(g->stream, (float *)x, NULL, y, gw->g.data, gw->g.dtype, d, eps, zc, yt));
+        twin_made(g, y, d);
         return;
     }
     LAUNCH(g, &K_RMS, gk_rmsnorm(g->stream, y, x, gw->g.data, gw->g.dtype, rows, d, eps, zc));
@@ -864,6 +933,7 @@ static void matmul_prepared(gpu_impl *g, float *y, const gpu_act *a, const dl_we
         kreg_kernel *kk = dot2 ? &K_DOT2 : &K_GEMV[s];
         if (use(g, kk)) {
             const unsigned long long x0 = xperm_begin(g, dot2 ? 0 : M, gk->k, w->dtype);
+            const unsigned long long t0 = twin_begin(g, x, gk->k, dot2 ? 0 : M, NULL);
             for (int r0 = 0; r0 < M; r0 += GEMV_MAX_M) {
                 const int m = M - r0 < GEMV_MAX_M ? M - r0 : GEMV_MAX_M;
                 float *yc = y + (size_t)r0 * gk->n;
@@ -871,6 +941,7 @@ static void matmul_prepared(gpu_impl *g, float *y, const gpu_act *a, const dl_we
                 if (dot2) TIMED(g, kk, gk_gemv_fp8_dot2(g->stream, yc, xc, gk, m));
                 else TIMED(g, kk, gk_gemv(g->stream, yc, xc, gk, m));
             }
+            twin_done(g, t0);
             xperm_done(g, x0);
             return;
         }
@@ -940,11 +1011,13 @@ static void gpu_matmul_n(dl_backend *be, float *const *ys, const float *x, const
         } else if (((uintptr_t)a.x & 15) == 0 && (M <= GEMV_MAX_M || (K & 3) == 0) && gk_gemv_multi_ok(&mw) &&
                    kreg_enabled(&K_GEMV[dt_slot(ws[0]->dtype)]) && use(g, &K_MULTI)) {
             const unsigned long long x0 = xperm_begin(g, M, K, ws[0]->dtype);
+            const unsigned long long t0 = twin_begin(g, a.x, K, M, NULL);
             for (int r0 = 0; r0 < M; r0 += GEMV_MAX_M) {
                 const int m = M - r0 < GEMV_MAX_M ? M - r0 : GEMV_MAX_M;
                 for (int i = 0; i < n; i++) mw.y[i] = ys[i] + (size_t)r0 * mw.w[i].n;
                 TIMED(g, &K_MULTI, gk_gemv_multi(g->stream, &mw, a.x + (size_t)r0 * K, m));
             }
+            twin_done(g, t0);
             xperm_done(g, x0);
             return;
         }
@@ -954,14 +1027,14 @@ static void gpu_matmul_n(dl_backend *be, float *const *ys, const float *x, const
 
 static void gpu_rope(dl_backend *be, float *x, int nh, int hd, const dl_rope *rope) {
     gpu_impl *g = IMPL(be);
-    g->qc_valid = 0;
+    act_stale(g);
     if (rope->rot > 512 || rope->rot > hd || rope->rot % 2) { set_err(g, "rope: rot must be even, <= head_dim and <= 512"); return; }
     LAUNCH(g, &K_ROPE, gk_rope(g->stream, x, g->ntok, nh, hd, rope->rot, rope->inv_freq, d_pos(g)));
 }
 
 static void gpu_kv_write(dl_backend *be, dl_kvcache *kv, int layer, const float *k, const float *v) {
     gpu_impl *g = IMPL(be);
-    g->qc_valid = 0;
+    act_stale(g);
     if (kv->dtype != DT_F16 && kv->dtype != DT_F32) { set_err(g, "kv_write: KV dtype must be F16 or F32"); return; }
     LAUNCH(g, &K_KVW,
            gk_kv_write(g->stream, kv->k[layer], kv->v[layer], kv->dtype == DT_F16, k, v, g->ntok, kv->n_kv_heads,
@@ -1066,7 +1139,7 @@ static void att_split_rows(gpu_impl *g, float *out, const float *q, const gk_att
 static void gpu_attention(dl_backend *be, float *out, const float *q, const dl_kvcache *kv, int layer, int nh,
                           float scale) {
     gpu_impl *g = IMPL(be);
-    g->qc_valid = 0;
+    act_stale(g);
     if (!gk_attn_ok(kv->head_dim) || nh % kv->n_kv_heads) {
         set_err(g, "attention: head_dim must be even and <= 256, heads a multiple of kv heads");
         return;
@@ -1100,7 +1173,7 @@ static void gpu_attention(dl_backend *be, float *out, const float *q, const dl_k
  * cached for that matmul as norm_q does. */
 static void gpu_silu_mul(dl_backend *be, float *out, const float *gate, const float *up, size_t n) {
     gpu_impl *g = IMPL(be);
-    g->qc_valid = 0;
+    act_stale(g);
     const int rows = g->ntok;
     if (g->w8a8 && rows > 0 && n % (size_t)rows == 0 && n / (size_t)rows <= INT32_MAX / 2 && kreg_enabled(&K_SILUQ)) {
         const int d = (int)(n / (size_t)rows), kp = (d + 15) / 16 * 16;
@@ -1145,7 +1218,10 @@ static void gpu_gate_up_silu(dl_backend *be, float *out, float *gate_buf, float 
         if (gk_gemv_silu_ok(&mw, M < GEMV_MAX_M ? M : GEMV_MAX_M) && (M <= GEMV_MAX_M || (K & 3) == 0)) {
             if (prep_act(g, &a, x, gate, M)) return;
             if (((uintptr_t)a.x & 15) == 0 && use(g, &K_GU_SILU)) {
-                g->qc_valid = 0;
+                /* x's twin (if valid) is read, out's written beside out (M = 1) */
+                float *ot = M == 1 ? twin_out(g, n) : NULL;
+                const unsigned long long t0 = twin_begin(g, a.x, K, M, ot);
+                act_stale(g);
                 const unsigned long long x0 = xperm_begin(g, M, K, gate->dtype);
                 for (int r0 = 0; r0 < M; r0 += GEMV_MAX_M) { /* GEMV_MAX_M rows per launch, as matmul_n */
                     const int m = M - r0 < GEMV_MAX_M ? M - r0 : GEMV_MAX_M;
@@ -1155,6 +1231,8 @@ static void gpu_gate_up_silu(dl_backend *be, float *out, float *gate_buf, float 
                     TIMED(g, &K_GU_SILU, gk_gemv_silu(g->stream, &mw, a.x + (size_t)r0 * K, m));
                 }
                 xperm_done(g, x0);
+                twin_done(g, t0);
+                if (ot) twin_made(g, out, n);
                 return;
             }
         }
@@ -1167,25 +1245,25 @@ static void gpu_gate_up_silu(dl_backend *be, float *out, float *gate_buf, float 
 
 static void gpu_add(dl_backend *be, float *y, const float *x, size_t n) {
     gpu_impl *g = IMPL(be);
-    g->qc_valid = 0;
+    act_stale(g);
     LAUNCH(g, &K_ADD, gk_add(g->stream, y, x, n));
 }
 
 static void gpu_gather_rows(dl_backend *be, float *dst, const float *src, const int32_t *idx, int n, int d) {
     gpu_impl *g = IMPL(be);
-    g->qc_valid = 0;
+    act_stale(g);
     LAUNCH(g, &K_GATHER, gk_gather_rows(g->stream, dst, src, idx, n, d));
 }
 
 static void gpu_sigmoid_mul(dl_backend *be, float *y, const float *gate, size_t n) {
     gpu_impl *g = IMPL(be);
-    g->qc_valid = 0;
+    act_stale(g);
     LAUNCH(g, &K_SIGM, gk_sigmoid_mul(g->stream, y, gate, n));
 }
 
 static void gpu_copy2d(dl_backend *be, float *dst, int dst_ld, const float *src, int src_ld, int rows, int cols) {
     gpu_impl *g = IMPL(be);
-    g->qc_valid = 0;
+    act_stale(g);
     LAUNCH(g, &K_COPY2D, gk_copy2d(g->stream, dst, dst_ld, src, src_ld, rows, cols));
 }
 
@@ -1195,13 +1273,19 @@ static void gpu_add_rmsnorm(dl_backend *be, float *x, const float *res, float *y
     gpu_impl *g = IMPL(be);
     const gpu_weight *gw = w->dev;
     if (!gw) { set_err(g, "rmsnorm: weight not uploaded"); return; }
-    g->qc_valid = 0;
+    act_stale(g);
     if (!use(g, &K_ADD_RMS)) {
         gpu_add(be, x, res, (size_t)rows * d);
         gpu_rmsnorm(be, y, x, w, rows, d, eps, zc);
         return;
     }
     if (norm_q(g, x, res, y, gw, K_ADD_RMS.name, rows, d, eps, zc)) return;
+    float *yt = rows == 1 ? twin_out(g, d) : NULL;
+    if (yt && gk_norm_twin_ok(d, x, res, y, yt)) {
+        TIMED(g, &K_ADD_RMS, gk_norm_twin(g->stream, x, res, y, gw->g.data, gw->g.dtype, d, eps, zc, yt));
+        twin_made(g, y, d);
+        return;
+    }
     TIMED(g, &K_ADD_RMS, gk_add_rmsnorm(g->stream, x, res, y, gw->g.data, gw->g.dtype, rows, d, eps, zc));
 }
 
@@ -1221,7 +1305,7 @@ static void gpu_qk_rope_kv(dl_backend *be, dl_kvcache *kv, int layer, float *q, 
     gpu_impl *g = IMPL(be);
     const int hd = kv->head_dim, nkv = kv->n_kv_heads;
     const gpu_weight *qw = qn ? qn->dev : NULL, *kw = kn ? kn->dev : NULL;
-    g->qc_valid = 0;
+    act_stale(g);
     if (!qk_fusable(qn, kn, kv, rope) || !use(g, &K_QKROPE)) {
         if (qn) gpu_rmsnorm(be, q, q, qn, g->ntok * nh, hd, eps, zc);
         if (kn) gpu_rmsnorm(be, k, k, kn, g->ntok * nkv, hd, eps, zc);
@@ -1248,7 +1332,7 @@ static void gpu_qk_rope_attention(dl_backend *be, float *out, dl_kvcache *kv, in
     gpu_impl *g = IMPL(be);
     const int hd = kv->head_dim, nkv = kv->n_kv_heads;
     const gpu_weight *qw = qn ? qn->dev : NULL, *kw = kn ? kn->dev : NULL;
-    g->qc_valid = 0;
+    act_stale(g);
     if (g->att_qk && gk_attn_ok(hd) && nkv > 0 && nh % nkv == 0 && qk_fusable(qn, kn, kv, rope) &&
         kreg_enabled(&K_ATT_SPLIT)) {
         gk_attn a = att_desc(g, kv, layer, nh, scale);
@@ -1290,6 +1374,7 @@ static int gpu_graph_begin(dl_backend *be, uint64_t key) {
     key ^= (uint64_t)kreg_enabled(&K_SILUQ_V4) * 0xE7037ED1A0B428DBull;
     key ^= (uint64_t)kreg_enabled(&K_ATT_KL) * 0x8EBC6AF09C88C6E3ull; /* the attention kernel chosen */
     key ^= (uint64_t)kreg_enabled(&K_XPERM) * 0x7A4F1C3B9D2E6A15ull;  /* the GEMVs' x: permuted or not */
+    key ^= (uint64_t)g->xt_on * 0x6A09E667F3BCC909ull;                /* and at M = 1: its twin */
     key ^= (uint64_t)(g->ndec + 1) * 0x3C79AC492BA7B653ull;           /* and the rows it takes */
     key ^= (uint64_t)(g_dec_rows + 1) * 0x1C69B3F74AC4AE35ull;
     return gpu_graphs_begin(g->graphs, key, g->stream);
@@ -1352,6 +1437,8 @@ dl_backend *gpu_backend_create(const char *name) {
     g->dot2 = d2 && atoi(d2) != 0;
     const char *af = getenv("DOTLM_GPU_ATTN_FUSE");
     g->att_fuse_opt = af && atoi(af) != 0;
+    const char *xt = getenv("DOTLM_GPU_GEMV_TWIN");
+    g->xt_opt = xt && atoi(xt) != 0;
     const char *acl = getenv("DOTLM_GPU_ATTN_CL");
     g->att_cl_opt = acl && atoi(acl) != 0;
     const char *ct = getenv("DOTLM_GPU_ATTN_CL_TRIG");
@@ -1421,7 +1508,7 @@ const gk_weight *gpu_weight_view(const dl_weight *w) { return w->dev ? &((const 
 
 void *gpu_backend_stream(dl_backend *be) { return IMPL(be)->stream; }
 
-void gpu_backend_op(dl_backend *be) { IMPL(be)->qc_valid = 0; }
+void gpu_backend_op(dl_backend *be) { act_stale(IMPL(be)); }
 
 gpu_prof *gpu_backend_prof(dl_backend *be) { return IMPL(be)->prof; }
 

@@ -15,7 +15,9 @@
  *    the backend (int8: quantization + GEMV) and of the GEMV kernel alone.
  *    DOTLM_GEMV_VARIANTS=all adds one line per GEMV variant (gpu_tune.h:
  *    the original kernels "v1", the default, and each knob alone);
- *    DOTLM_GEMV_VARIANTS="spec;spec;..." times the given specs instead.
+ *    DOTLM_GEMV_VARIANTS="spec;spec;..." times the given specs instead;
+ *    DOTLM_GEMV_MS=5,6,7 times those batch sizes (1..8) instead of 1, 2, 4, 8;
+ *    DOTLM_BENCH_TWIN=1: fp8 at M = 1 alone reads x's permuted twin.
  * 4. multi-weight GEMV on Qwen3-8B decode shapes (q/k/v 4096+1024+1024 x
  *    4096, gate/up 2 x 12288 x 4096): one launch per weight vs one
  *    gk_gemv_multi / gk_int8_gemv_multi launch, and (float gate/up) one
@@ -524,13 +526,36 @@ int main(int argc, char **argv) {
             if (*tok) vlist[nvar++] = tok;
     }
     if (!nvar) vlist[nvar++] = NULL; /* the settings in force */
-    gemv_row *rows = calloc((size_t)nvar * 3 * 3 * 4, sizeof *rows);
+    /* batch sizes to time: DOTLM_GEMV_MS=a,b,... (1..8 each), else 1, 2, 4, 8 */
+    int gvm[8] = {1, 2, 4, 8}, ngvm = 4;
+    if (getenv("DOTLM_GEMV_MS")) {
+        char *e = strdup(getenv("DOTLM_GEMV_MS"));
+        ngvm = 0;
+        for (char *sv = NULL, *t = e ? strtok_r(e, ",", &sv) : NULL; t; t = strtok_r(NULL, ",", &sv)) {
+            char *end;
+            const long v = strtol(t, &end, 10);
+            if (*end || v < 1 || v > 8 || ngvm == 8) {
+                printf("DOTLM_GEMV_MS: '%s': want up to 8 batch sizes of 1..8, comma-separated\n", t);
+                free(e);
+                return 1;
+            }
+            gvm[ngvm++] = (int)v;
+        }
+        free(e);
+        if (!ngvm) {
+            printf("DOTLM_GEMV_MS: no batch size given\n");
+            return 1;
+        }
+    }
+    gemv_row *rows = calloc((size_t)nvar * 3 * 3 * ngvm, sizeof *rows);
     int nrows = 0;
     double gemm_tf[3][4] = {{0}};
     static const int gM[4] = {512, 1024, 2048, 4096};
     float *dx = be->alloc(be, sizeof(float) * 4096 * 17408), *dy = be->alloc(be, sizeof(float) * 4096 * 17408);
     int8_t *dxq = be->alloc(be, 8 * 17408 + 256);
     float *dxs = be->alloc(be, 8 * sizeof(float));
+    const int twin_env = getenv("DOTLM_BENCH_TWIN") && atoi(getenv("DOTLM_BENCH_TWIN"));
+    float *dxt = twin_env ? be->alloc(be, gk_gemv_twin_bytes(17408)) : NULL;
     if (!dx || !dy || !dxq || !dxs || !rows) {
         printf("bench: %s\n", dl_errmsg());
         return 1;
@@ -565,14 +590,15 @@ int main(int argc, char **argv) {
             kern_ctx kc = {.ncopy = ncopy, .kp = kp, .w8a8 = w8a8, .x = dx, .xq = dxq, .xs = dxs, .y = dy};
             for (int c = 0; c < ncopy; c++) kc.g[c] = gpu_weight_view(&ws[c]);
             if (w8a8) gk_actq_int8(st, dxq, dxs, dx, 8, (int)shp[s][1], kp); /* rows m < M are M's rows too */
+            if (dxt) gk_gemv_twin_fill(st, dxt, dx, shp[s][1]); /* row 0's twin */
             mm_ctx mc = {&h, ncopy, ws, dx, dy, 1};
             for (int v = 0; ok && v < nvar; v++) {
                 if (vlist[v] && gk_gemv_tune(vlist[v])) {
                     if (f == 0 && s == 0) printf("DOTLM_GEMV_VARIANTS: bad spec '%s' (skipped)\n", vlist[v]);
                     continue;
                 }
-                for (int mi = 0; mi < 4; mi++) {
-                    mc.M = kc.M = 1 << mi;
+                for (int mi = 0; mi < ngvm; mi++) {
+                    mc.M = kc.M = gvm[mi];
                     kreg_reset_counts();
                     double t = time_op(mm_fn, &mc, ncopy, quick ? 10 : 40);
                     gemv_row *r = &rows[nrows++];
@@ -582,6 +608,11 @@ int main(int argc, char **argv) {
                     r->gbs = wb / t / 1e9;
                     r->pct = 100.0 * wb / t / copy_bw;
                     r->kernel = kreg_count(bf[f].kern) ? bf[f].kern : "(fallback!)";
+                    /* DOTLM_BENCH_TWIN=1: fp8 at M = 1 alone reads x's permuted twin (gk_gemv_twin),
+                     * as in a decode step where the norm or the gate/up epilogue wrote it */
+                    const int twin = twin_env && mc.M == 1 && bf[f].dt == DT_F8E4M3 && dxt;
+                    if (twin) gk_gemv_twin(dxt, NULL);
+                    const unsigned long long tw0 = gk_gemv_twin_launches();
                     t = time_op(kern_fn, &kc, ncopy, quick ? 10 : 40);
                     r->kgbs = wb / t / 1e9;
                     r->kpct = 100.0 * wb / t / copy_bw;
@@ -598,6 +629,10 @@ int main(int argc, char **argv) {
                     r->kppct = 100.0 * wb / t / copy_bw;
                     t = time_op_graph(kern_fn, &kc, ncopy, quick ? 10 : 40);
                     r->kgpct = t > 0.0 ? 100.0 * wb / t / copy_bw : 0.0;
+                    if (twin) {
+                        gk_gemv_twin(NULL, NULL);
+                        if (gk_gemv_twin_launches() == tw0) r->kernel = "(twin not read!)";
+                    }
                     snprintf(r->var, sizeof r->var, "%s", vlist[v] ? vlist[v] : "current");
                 }
                 gk_gemv_tune(cur_cfg);
@@ -698,6 +733,7 @@ int main(int argc, char **argv) {
     be->free(be, dy);
     be->free(be, dxq);
     be->free(be, dxs);
+    if (dxt) be->free(be, dxt);
 
     printf("\n== peaks (measured) ==\n");
     printf("copy D2D (read+write)  %8.1f GB/s\n", copy_bw / 1e9);

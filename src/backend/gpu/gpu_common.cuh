@@ -531,6 +531,16 @@ void dl_ring_note();
  * [b2, grid) w[2]; every block runs the same code on its weight, so a
  * weight's output is bitwise the same whichever job it is part of. The
  * weights share dtype, scale kind, block sizes and k (read from w[0]). */
+/* The permuted twin of one activation row (gk_gemv_twin): the M = 1 form
+ * of the layout k_matmul_float.cu's batched GEMVs read (dl_xp_at). K is cut
+ * into groups of DL_WARP chunks of 16 elements (one per lane), and quad q of
+ * lane slot l's chunk is float4 q DL_WARP + l of its group, so a warp's load
+ * of one quad of 32 chunks is contiguous. The float offset of element i: */
+static __host__ __device__ __forceinline__ int64_t dl_xp1_at(int64_t i) {
+    constexpr int G = DL_WARP * 16;
+    return (i / G) * G + ((i % 16) / 4) * (4 * DL_WARP) + ((i % G) / 16) * 4 + i % 4;
+}
+
 struct dl_gv_job {
     gk_weight w[GK_MULTI_MAX];
     float *y[GK_MULTI_MAX];
@@ -538,6 +548,7 @@ struct dl_gv_job {
     unsigned b1, b2;
     unsigned bk_magic; /* WS_BLOCK: ceil(2^32 / bk), so kk / bk = umulhi(kk, bk_magic) for kk * bk < 2^32; else 0 */
     float *silu;       /* float GEMV gate/up pair (gk_gemv_silu): w[0] gate, w[1] up, silu[m, n] written; else NULL */
+    float *silut;      /* M = 1 pair: silu's permuted twin also written (dl_xp1_at), else NULL */
     int late;          /* PDL (the rings, the W8A8 register GEMV): no early trigger (dl_gemv_late) */
 };
 /* What one block needs of its weight: picked field by field with constant
@@ -551,6 +562,7 @@ struct dl_gv_sel {
     int ks;     /* warps sharing a row group, each over every ks-th warp-wide chunk span */
     unsigned b; /* block index inside this weight */
     float *silu; /* pair mode (dl_gv_job::silu): rows R/2.. of a group are up's (data2, scale2, bias2) */
+    float *silut; /* and silu's twin (dl_gv_job::silut) or NULL */
     const char *data2;
     const float *scale2, *bias2;
 };
@@ -567,6 +579,7 @@ static __device__ __forceinline__ dl_gv_sel dl_gv_pick(const dl_gv_job &j) {
     g.ks = i == 0 ? j.ks[0] : i == 1 ? j.ks[1] : j.ks[2];
     g.b = bid - (i == 0 ? 0u : i == 1 ? j.b1 : j.b2);
     g.silu = j.silu;
+    g.silut = j.silut;
     g.data2 = (const char *)j.w[1].data;
     g.scale2 = j.w[1].scale;
     g.bias2 = j.w[1].bias;
@@ -644,6 +657,7 @@ static inline unsigned dl_gv_job_make(dl_gv_job *j, const gk_weight *w, float *c
     j->b1 = start[1];
     j->b2 = start[2];
     j->silu = nullptr;
+    j->silut = nullptr;
     j->late = dl_gemv_late();
     j->bk_magic = w[0].scale_kind == WS_BLOCK && w[0].bk > 0
                       ? (unsigned)((0x100000000ull + (uint64_t)w[0].bk - 1) / (uint64_t)w[0].bk)

@@ -106,6 +106,22 @@ int gk_gemv_xperm_wants(int dtype);
 /* The workspace M rows of k activations take (>= M * k floats: k padded to
  * whole groups of chunks). */
 size_t gk_gemv_xperm_bytes(int M, int64_t k);
+/* Permuted twins (dl_xp1_at): for the next launches at M = 1 of fp8
+ * weights, xt is the twin of the x they are given (NULL: none), so their
+ * lanes' activation loads are contiguous (the same values: the same bits),
+ * and outt (NULL: none) receives the twin of a gate/up pair's SiLU output
+ * (gk_gemv_silu at M = 1) besides the output itself. The caller sets them
+ * before its launches and clears them after. Launches that read a twin (the
+ * cuda.gemv_twin dispatch counter); the bytes of one row's twin (k padded to
+ * whole groups); a twin made from x by a small kernel (tests; k % 4 == 0:
+ * it copies whole float4s). */
+void gk_gemv_twin(const float *xt, float *outt);
+unsigned long long gk_gemv_twin_launches(void);
+size_t gk_gemv_twin_bytes(int64_t k);
+void gk_gemv_twin_fill(void *s, float *xt, const float *x, int64_t k);
+/* Launches of the fp8 register loop built with at most 128 registers per
+ * thread (gpu_tune.h mlb=3: M >= 5, 2 rows per warp, x permuted). */
+unsigned long long gk_gemv_capped_launches(void);
 
 /* ---- matmul (k_matmul_float.cu, k_matmul_int8.cu, k_actq.cu) ----
  * y[M, n] = x[M, k] W^T (+ bias). */
@@ -176,6 +192,13 @@ void gk_add_rmsnorm(void *s, float *x, const float *res, float *y, const void *w
  * padded, xs [rows]; bitwise = gk_actq_int8 on y). Only wide rows (the
  * float4 path: 1024 <= d <= 8192, d % 4 == 0, aligned); returns 1 if
  * launched, 0 if the shape does not qualify (nothing done). */
+/* One row (after x += res when res is not NULL): y = rmsnorm(x), and y's
+ * permuted twin into yt (gk_gemv_twin_bytes(d), 16-byte aligned): the same
+ * kernel and bits as the wide norm. 1 if launched, 0 if the row does not fit
+ * it (d % 16, the wide path's bounds, alignment): nothing launched. */
+int gk_norm_twin(void *s, float *x, const float *res, float *y, const void *w, int wdtype, int d, float eps, int zc,
+                 float *yt);
+int gk_norm_twin_ok(int d, const void *x, const void *res, const void *y, const void *yt);
 int gk_norm_q(void *s, float *x, const float *res, float *y, const void *w, int wdtype, int rows, int d,
               float eps, int zc, int8_t *xq, float *xs, int kp);
 /* Attention prologue in one launch: per token, q heads [nh] and k heads [nkv]

@@ -7,7 +7,7 @@
  * variants existed: fp8=f32,u=2,na=0,wpb=4,r1=0,rm=0,i8u=2,i8na=0,i8wpb=4,
  * i8r1=0,i8rm=0,loop=0,ring=0,i8ring=0,i8ks=1,xp=0,mlb=0; "default" is fp8=fold,u=0,
  * na=1,wpb=4,r1=0,rm=0,i8u=0,i8na=1,i8wpb=4,i8r1=2,i8rm=0,loop=0,ring=1,
- * i8ring=0,i8ks=1,xp=1,mlb=2: fastest measured
+ * i8ring=0,i8ks=1,xp=1,mlb=3: fastest measured
  * end to end, see the comment at cfg_default). Keys:
  *   fp8=f32|f32s|h2|h2x|fold  fp8 widening (f32 = the original; f32s:
  *                    e4m3 at M <= 2 only; fold: e4m3 at M <= 2, and above
@@ -51,8 +51,9 @@
  *                    (four blocks of 4 warps per SM where the unbounded
  *                    kernels fit two); 2 that ring at M <= 4 only, and with
  *                    rm=0 the rows per warp by shape (gv_rows_batch); 3
- *                    (experiment) as 2, and the register loop at M >= 5
+ *                    (the default) as 2, and the register loop at M >= 5
  *                    with 2 rows per warp built with at most 128 registers
+ *                    (gk_gemv_capped_launches counts those launches)
  * Not thread-safe: call between launches, from the thread that launches. */
 #pragma once
 #include <stddef.h>

@@ -203,25 +203,44 @@ template <> struct dl_gv<DT_I8, 1> {
 /* The chunk scale of weights without block scales. */
 static __device__ const float dl_one = 1.0f;
 
+/* One row's epilogue constants: the tensor/channel scale and bias of row
+ * n, and of the up row n for a gate/up pair (pair: g.silu with R >= 2). */
+struct dl_gv_rowep {
+    float rs, b, ru, bu;
+};
+static __device__ __forceinline__ dl_gv_rowep dl_gv_rowep_at(const dl_gv_sel &g, int sk, int n, bool pair) {
+    dl_gv_rowep e;
+    e.rs = dl_gv_rowscale(sk, g.scale, n);
+    e.b = g.bias ? g.bias[n] : 0.0f;
+    e.ru = pair ? dl_gv_rowscale(sk, g.scale2, n) : 0.0f;
+    e.bu = pair && g.bias2 ? g.bias2[n] : 0.0f;
+    return e;
+}
+/* Output (m, n) from v, the row's sum over K (and vu, the up row's, for a
+ * pair): v * scale + bias into y, or silu(gate) * up of the two such values
+ * into g.silu, as dl_k_silu_mul would from y. The one definition of a float
+ * GEMV output for both epilogue forms. */
+static __device__ __forceinline__ void dl_gv_emit(const dl_gv_sel &g, const dl_gv_rowep &e, int m, int n, float v,
+                                                  float vu, bool pair) {
+    const float y = __fadd_rn(__fmul_rn(v, e.rs), e.b);
+    if (pair) {
+        const float h = dl_silu_mul1(y, __fadd_rn(__fmul_rn(vu, e.ru), e.bu));
+        g.silu[(int64_t)m * g.n + n] = h;
+        if (g.silut) g.silut[dl_xp1_at(n)] = h; /* M = 1 launches only */
+    } else {
+        g.y[(int64_t)m * g.n + n] = y;
+    }
+}
+
 /* Output j = r MR + m of the row group (value v: the row's sum over K),
- * times the tensor/channel scale, plus bias, stored for n0 + r < g.n; a
- * gate/up pair (g.silu) stores for r < R / 2 silu(gate) * up of v and vu
- * (the sum of row r + R / 2), as dl_k_silu_mul would from y. */
+ * stored for n0 + r < g.n; a gate/up pair (g.silu) stores for r < R / 2
+ * from v and vu (the sum of row r + R / 2). */
 template <int R, int MR>
 static __device__ __forceinline__ void dl_gv_put(const dl_gv_sel &g, int sk, int n0, int j, float v, float vu) {
     const int r = j / MR, m = j - r * MR, n = n0 + r;
     if (n >= g.n) return;
-    if (R >= 2 && g.silu) {
-        const float rg = dl_gv_rowscale(sk, g.scale, n), bg = g.bias ? g.bias[n] : 0.0f;
-        const float ru = dl_gv_rowscale(sk, g.scale2, n), bu = g.bias2 ? g.bias2[n] : 0.0f;
-        const float yg = __fadd_rn(__fmul_rn(v, rg), bg);
-        const float yu = __fadd_rn(__fmul_rn(vu, ru), bu);
-        g.silu[(int64_t)m * g.n + n] = dl_silu_mul1(yg, yu);
-        return;
-    }
-    const float rs = dl_gv_rowscale(sk, g.scale, n);
-    const float b = g.bias ? g.bias[n] : 0.0f;
-    g.y[(int64_t)m * g.n + n] = __fadd_rn(__fmul_rn(v, rs), b);
+    const bool pair = R >= 2 && g.silu;
+    dl_gv_emit(g, dl_gv_rowep_at(g, sk, n, pair), m, n, v, vu, pair);
 }
 
 /* GEMV epilogue: each lane's acc[r][m] summed over the warp (fixed
@@ -295,31 +314,15 @@ static __device__ __forceinline__ void dl_gv_store(float (&acc)[R][MR], const dl
         own = lane == 0;
         if (!own) return;
     }
-    if (R >= 2 && g.silu) {
-        constexpr int H = R / 2;
-#pragma unroll
-        for (int r = 0; r < H; r++) {
-            const int n = n0 + r;
-            if (n >= g.n) continue;
-            const float rg = dl_gv_rowscale(sk, g.scale, n), bg = g.bias ? g.bias[n] : 0.0f;
-            const float ru = dl_gv_rowscale(sk, g.scale2, n), bu = g.bias2 ? g.bias2[n] : 0.0f;
-#pragma unroll
-            for (int m = 0; m < MR; m++) {
-                const float yg = __fadd_rn(__fmul_rn(v[r][m], rg), bg);
-                const float yu = __fadd_rn(__fmul_rn(v[r + H][m], ru), bu);
-                g.silu[(int64_t)m * g.n + n] = dl_silu_mul1(yg, yu);
-            }
-        }
-        return;
-    }
+    const bool pair = R >= 2 && g.silu;
+    constexpr int H = R >= 2 ? R / 2 : 0; /* a pair's up rows start at H */
 #pragma unroll
     for (int r = 0; r < R; r++) {
         const int n = n0 + r;
-        if (n >= g.n) continue;
-        const float rs = dl_gv_rowscale(sk, g.scale, n);
-        const float b = g.bias ? g.bias[n] : 0.0f;
+        if ((pair && r >= H) || n >= g.n) continue;
+        const dl_gv_rowep e = dl_gv_rowep_at(g, sk, n, pair);
 #pragma unroll
-        for (int m = 0; m < MR; m++) g.y[(int64_t)m * g.n + n] = __fadd_rn(__fmul_rn(v[r][m], rs), b);
+        for (int m = 0; m < MR; m++) dl_gv_emit(g, e, m, n, v[r][m], pair ? v[r + H < R ? r + H : r][m] : 0.0f, pair);
     }
 }
 
@@ -854,6 +857,21 @@ extern "C" void gk_gemv_xperm_ws(void *ws, size_t bytes) {
     g_xp_cap = ws ? bytes : 0;
 }
 extern "C" unsigned long long gk_gemv_xperm_launches(void) { return g_xp_n; }
+/* x's permuted twin for the next M = 1 launches of fp8 weights, and where a
+ * gate/up pair's SiLU output twin goes (gk_gemv_twin), and the launches
+ * that read a twin. */
+static const float *g_xt = nullptr;
+static float *g_silut = nullptr;
+static unsigned long long g_xt_n = 0;
+extern "C" void gk_gemv_twin(const float *xt, float *outt) {
+    g_xt = xt;
+    g_silut = outt;
+}
+extern "C" unsigned long long gk_gemv_twin_launches(void) { return g_xt_n; }
+extern "C" size_t gk_gemv_twin_bytes(int64_t k) { return (size_t)dl_xp_len<16>(1, k) * sizeof(float); }
+/* Launches of the register loop capped at 128 registers (knob mlb=3). */
+static unsigned long long g_cap_n = 0;
+extern "C" unsigned long long gk_gemv_capped_launches(void) { return g_cap_n; }
 
 /* ---- GEMV variants (dl_gemv_cfg) ---- */
 
@@ -957,8 +975,16 @@ static void cfg_v1(gv_knobs *k) { /* the kernels as they were before the variant
  * 63.9 / 74.1 / 60.3% (bench/h200-2026-12-01b/run8). Bitwise h2 while every
  * nonzero activation has 2^-109 <= |x| < 2^120 (docs/gpu_backend.md);
  * cuda.gemv_fold (DOTLM_DISABLE) or fp8=h2 go back to h2. */
+/* mlb = 3 (the M >= 5 register loop with 2 rows per warp capped at 128
+ * registers; mlb = 2 until 2026-12-02). H200, 2026-12-02, through the
+ * backend, % of the copy bandwidth at M = 5 / 6 / 7 / 8, mlb = 2 -> 3
+ * (bench/h200-2026-12-02d/run2): 17408x5120 27.7 / 21.2 / 27.5 / 27.4 ->
+ * 30.0 / 30.9 / 27.4 / 29.6, 6144x5120 19.4 / 13.8 / 23.6 / 22.8 -> 26.6 /
+ * 26.4 / 23.5 / 24.1 (5120x17408 takes 4 rows: unchanged); the fp8 server
+ * within its run-to-run spread (8 clients 322.9 -> 330.7, 32 clients 360.3
+ * -> 351.4 output tok/s). */
 static void cfg_default(gv_knobs *k) {
-    k->c = dl_gemv_cfg{DL_FP8_FOLD, 0, 1, 4, 0, 0, 0, 1, 4, 2, 0, 1, 0, 1, 2};
+    k->c = dl_gemv_cfg{DL_FP8_FOLD, 0, 1, 4, 0, 0, 0, 1, 4, 2, 0, 1, 0, 1, 3};
     k->loop = 0;
     k->xp = 1;
 }
@@ -1069,6 +1095,8 @@ struct gv_call {
     int loop;
     float *silu; /* gate/up pair (gk_gemv_silu): w[0] gate, w[1] up; else NULL */
     float *xpws; /* M >= 3 with knob xp: a workspace of gk_gemv_xperm_bytes(M, k) to permute x into (gv_go), else NULL */
+    const float *xt; /* M = 1, 8-bit weights: x's permuted twin (gk_gemv_twin; gv_reads_xt), else NULL */
+    float *silut;    /* M = 1 gate/up pair: where silu's twin goes (gk_gemv_twin), else NULL */
 };
 
 /* Warps splitting a weight's K (part of the GEMV's summation order, so a
@@ -1121,6 +1149,7 @@ static void gv_go_k(const gv_call &c) {
         j.w[1] = c.w[1];
         j.y[1] = c.y[1];
         j.silu = c.silu;
+        j.silut = MR == 1 ? c.silut : nullptr;
     }
 #if DL_WARP == 32 && !defined(__HIPCC__)
     /* knob mlb: fp8 at M >= 3 with x permuted through the two-stage ring
@@ -1166,7 +1195,7 @@ static void gv_go_k(const gv_call &c) {
         }
     }
 #endif
-    if constexpr (MR <= GV_LOOP_MAXM) {
+    if constexpr (MR <= GV_LOOP_MAXM && !XP) { /* (dl_k_gemv_fp reads x as it is) */
         if (c.loop) {
             /* int8 weight-only: the conversion-free widening (dl_gv<DT_I8, 1>) */
             constexpr int CVP = DT == DT_I8 ? 1 : CV;
@@ -1188,7 +1217,10 @@ static void gv_go_k(const gv_call &c) {
         }
     }
     if constexpr ((DT == DT_F8E4M3 || DT == DT_F8E5M2) && MR >= 5 && R == 2 && XP) {
-        if (c.cfg.mlb == 3) return dl_launch(dl_k_gemv_f<DT, MR, R, U, CV, NA, XP, 2>, grid, c.cfg.wpb * DL_WARP, 0, c.st, c.x, j);
+        if (c.cfg.mlb == 3) {
+            g_cap_n++;
+            return dl_launch(dl_k_gemv_f<DT, MR, R, U, CV, NA, XP, 2>, grid, c.cfg.wpb * DL_WARP, 0, c.st, c.x, j);
+        }
     }
     dl_launch(dl_k_gemv_f<DT, MR, R, U, CV, NA, XP>, grid, c.cfg.wpb * DL_WARP, 0, c.st, c.x, j);
 }
@@ -1200,6 +1232,14 @@ static void gv_go_k(const gv_call &c) {
 static bool gv_reads_xp(const gv_call &c, int vec, int na) {
     const int64_t K = c.w[0].k;
     return c.xpws && na && vec >= 16 && K % vec == 0 && 8 * (K + (int64_t)DL_WARP * vec) <= INT32_MAX;
+}
+
+/* Whether the M = 1 launch c reads x's permuted twin: the caller gave one
+ * (gk_gemv_twin), 8-bit weights and K a multiple of their chunk within
+ * 32-bit offsets. */
+static bool gv_reads_xt(const gv_call &c) {
+    const int64_t K = c.w[0].k;
+    return c.xt && dl_wt<DT_F8E4M3>::VEC == 16 && K % 16 == 0 && 8 * (K + (int64_t)DL_WARP * 16) <= INT32_MAX;
 }
 
 /* One launch of the job: 8-bit weights (16 codes per chunk) at M >= 3
@@ -1229,6 +1269,14 @@ static void gv_go(const gv_call &c) {
             gv_call p = c;
             p.x = c.xpws;
             p.xpws = nullptr;
+            return gv_go_k<DT, MR, R, U, CV, NA, true>(p);
+        }
+    }
+    if constexpr (MR == 1 && VEC >= 16) {
+        if (gv_reads_xt(c)) { /* x's twin, written by the kernel that made x */
+            g_xt_n++;
+            gv_call p = c;
+            p.x = c.xt;
             return gv_go_k<DT, MR, R, U, CV, NA, true>(p);
         }
     }
@@ -1354,7 +1402,9 @@ static void gv_run(cudaStream_t st, const float *x, const gk_weight *w, float *c
     const int dt = w[0].dtype;
     const int loop = k.loop == 2 || (k.loop == 1 && dl_is_fp8(dt));
     const bool xp = k.xp && M >= 3 && g_xp_ws && gk_gemv_xperm_bytes(M, w[0].k) <= g_xp_cap;
-    const gv_call c = {st, x, w, y, count, k.c, loop, silu, xp ? g_xp_ws : nullptr};
+    const bool xt = M == 1 && g_xt && dl_is_fp8(dt);
+    const gv_call c = {st, x, w, y, count, k.c, loop, silu, xp ? g_xp_ws : nullptr, xt ? g_xt : nullptr,
+                       M == 1 && silu ? g_silut : nullptr};
     switch (dt) {
     case DT_F32: gv_m<DT_F32>(c, M); break;
     case DT_F16: gv_m<DT_F16>(c, M); break;
@@ -1385,7 +1435,17 @@ extern "C" int gk_gemv_xperm_wants(int dtype) {
 /* Bytes of the permuted copy of M rows of k activations (8-bit weights:
  * 16 per chunk), k padded to whole groups of chunks (dl_xp_len). */
 extern "C" size_t gk_gemv_xperm_bytes(int M, int64_t k) {
-    return (size_t)dl_xp_len<16>(M, k) * sizeof(float);
+    static_assert(dl_wt<DT_F8E4M3>::VEC == dl_wt<DT_I8>::VEC, "8-bit weights share one chunk width");
+    return (size_t)dl_xp_len<dl_wt<DT_F8E4M3>::VEC>(M, k) * sizeof(float);
+}
+
+/* xt = the permuted twin of one row x of k floats (dl_k_xperm at M = 1;
+ * padding zero). For tests and callers whose x has no producer that
+ * writes the twin. */
+extern "C" void gk_gemv_twin_fill(void *s, float *xt, const float *x, int64_t k) {
+    const int n4 = (int)(dl_xp_len<16>(1, k) / 4);
+    dl_launch(dl_k_xperm<16>, dim3((unsigned)(DL_CDIV(n4, 256) < 2048 ? DL_CDIV(n4, 256) : 2048)), dim3(256), 0,
+              (cudaStream_t)s, xt, x, n4, 1, (int)k);
 }
 
 extern "C" void gk_gemv(void *s, float *y, const float *x, const gk_weight *w, int M) {

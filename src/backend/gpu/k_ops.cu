@@ -78,7 +78,7 @@ __global__ void __launch_bounds__(OP_T)
 template <bool ADD, bool QUANT, bool PRE>
 __global__ void __launch_bounds__(OP_T)
     dl_k_norm_v4(float *x, const float *res, float *y, const void *__restrict__ w, int wdt, int d, float eps, int zc,
-                 int8_t *xq, float *xs, int kp) {
+                 int8_t *xq, float *xs, int kp, float *yt) {
     if (!PRE) dl_pdl_enter();
     __shared__ float red[OP_T / 16 + 1];
     const int64_t r = blockIdx.x;
@@ -143,6 +143,7 @@ __global__ void __launch_bounds__(OP_T)
         o.z = (v[j].z * inv) * nw[j].z;
         o.w = (v[j].w * inv) * nw[j].w;
         yr[c] = o;
+        if (yt) *(float4 *)(yt + dl_xp1_at(4 * (int64_t)c)) = o; /* one row: y's twin (gk_norm_twin) */
         if (QUANT) v[j] = o;
     }
     if (QUANT) { /* per-token int8 codes of y, as gk_actq_int8 would make them from y */
@@ -177,12 +178,12 @@ extern "C" unsigned long long gk_norm_prewait_launches(void) { return g_norm_pre
 /* dl_k_norm_v4<ADD, QUANT, PRE> with PRE = g_norm_pre (one grid row per block). */
 template <bool ADD, bool QUANT>
 static void norm_v4_launch(cudaStream_t s, int rows, float *x, const float *res, float *y, const void *w, int wdt,
-                           int d, float eps, int zc, int8_t *xq, float *xs, int kp) {
+                           int d, float eps, int zc, int8_t *xq, float *xs, int kp, float *yt = nullptr) {
     if (g_norm_pre) {
         g_norm_pre_n++;
-        dl_launch(dl_k_norm_v4<ADD, QUANT, true>, rows, OP_T, 0, s, x, res, y, w, wdt, d, eps, zc, xq, xs, kp);
+        dl_launch(dl_k_norm_v4<ADD, QUANT, true>, rows, OP_T, 0, s, x, res, y, w, wdt, d, eps, zc, xq, xs, kp, yt);
     } else {
-        dl_launch(dl_k_norm_v4<ADD, QUANT, false>, rows, OP_T, 0, s, x, res, y, w, wdt, d, eps, zc, xq, xs, kp);
+        dl_launch(dl_k_norm_v4<ADD, QUANT, false>, rows, OP_T, 0, s, x, res, y, w, wdt, d, eps, zc, xq, xs, kp, yt);
     }
 }
 
@@ -394,6 +395,22 @@ extern "C" int gk_norm_q(void *s, float *x, const float *res, float *y, const vo
         norm_v4_launch<true, true>((cudaStream_t)s, rows, x, res, y, w, wdtype, d, eps, zc, xq, xs, kp);
     else
         norm_v4_launch<false, true>((cudaStream_t)s, rows, x, nullptr, y, w, wdtype, d, eps, zc, xq, xs, kp);
+    return 1;
+}
+
+/* The wide norm's conditions (those of gk_rmsnorm / gk_add_rmsnorm taking
+ * dl_k_norm_v4), whole groups of 16 and an aligned twin. */
+extern "C" int gk_norm_twin_ok(int d, const void *x, const void *res, const void *y, const void *yt) {
+    return yt && d % 16 == 0 && v4_ok(d, x, y, res ? res : y) && ((uintptr_t)yt & 15) == 0;
+}
+
+extern "C" int gk_norm_twin(void *s, float *x, const float *res, float *y, const void *w, int wdtype, int d,
+                            float eps, int zc, float *yt) {
+    if (!gk_norm_twin_ok(d, x, res, y, yt)) return 0;
+    if (res)
+        norm_v4_launch<true, false>((cudaStream_t)s, 1, x, res, y, w, wdtype, d, eps, zc, nullptr, nullptr, 0, yt);
+    else
+        norm_v4_launch<false, false>((cudaStream_t)s, 1, x, nullptr, y, w, wdtype, d, eps, zc, nullptr, nullptr, 0, yt);
     return 1;
 }
 
