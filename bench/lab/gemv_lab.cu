@@ -3,7 +3,8 @@
  * goes (docs/gpu_backend.md, "fp8 weight ring"). Not part of the build; on
  * a GPU machine:
  *   nvcc -O3 -arch=sm_90 -std=c++17 -o /tmp/gemv_lab bench/lab/gemv_lab.cu
- *   /tmp/gemv_lab [ITERS [SHAPE]]       (SHAPE: one shape index, for ncu)
+ *   /tmp/gemv_lab [ITERS [SHAPE [SET]]]  (SHAPE: one shape index, for ncu, -1 all;
+ *                                         SET 1: the permuted-x variants)
  * Kernels (all with the engine's chunk order: lane-strided 16-byte chunks,
  * a sequential FMA chain per chunk, the block scale folded per chunk, a
  * fixed butterfly, the KS warps of a row added in warp order):
@@ -14,6 +15,7 @@
  *   k_cpa<R,S,KS,CV> the same chunks, streamed through the thread's own
  *                   slots of an S-stage shared-memory ring by cp.async (the
  *                   engine's dl_k_gemv_fa is S = 2).
+ *   k_cpa<R,S,KS,0,1> (cpap) k_cpa reading x permuted (chunk_p).
  *   k_cpx<R,S,KS>   k_cpa with the chunk's x and block scale through the
  *                   ring too (cp.async.ca), so a chunk waits on one group.
  *   k_xp<KS,C,PF>   persistent blocks of KS warps, x * 256 held in
@@ -99,6 +101,26 @@ static __device__ __forceinline__ void chunk(uint4 raw, const float *x, int kk, 
 #pragma unroll
     for (int q = 0; q < 4; q++) {
         float4 t = xp[q];
+        xv[4 * q] = t.x; xv[4 * q + 1] = t.y; xv[4 * q + 2] = t.z; xv[4 * q + 3] = t.w;
+    }
+    if (CV)
+#pragma unroll
+        for (int e = 0; e < 16; e++) xv[e] *= 256.0f;
+    acc = fmaf(dot16(f, xv), s, acc);
+}
+/* chunk with x permuted (XP, the engine's dl_xp_at at M = 1): within each
+ * group of 512 elements (32 chunks of 16) quad q of the chunk at lane slot
+ * l = (kk % 512) / 16 is float4 q * 32 + l of the group, so a warp's load of
+ * one quad is 512 contiguous bytes (x itself: 16 lines of 128 bytes, every
+ * 16-byte piece 64 bytes from the next). Same values, same order. */
+template <int CV = 0>
+static __device__ __forceinline__ void chunk_p(uint4 raw, const float *x, int kk, float s, float &acc) {
+    float f[16], xv[16];
+    cvt16v<CV>(raw, f);
+    const float4 *xp = (const float4 *)x + (kk >> 9) * 128 + ((kk & 511) >> 4);
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+        float4 t = xp[q * 32];
         xv[4 * q] = t.x; xv[4 * q + 1] = t.y; xv[4 * q + 2] = t.z; xv[4 * q + 3] = t.w;
     }
     if (CV)
@@ -214,7 +236,7 @@ static __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.comm
 template <int N> static __device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N)); }
 
 /* smem: S stages x R rows x blockDim threads x 16 bytes */
-template <int R, int S, int KS, int CV = 0>
+template <int R, int S, int KS, int CV = 0, int XPM = 0>
 __global__ void __launch_bounds__(256) k_cpa(const float *__restrict__ x, const uint8_t *__restrict__ W, const float *__restrict__ Sc,
                                              float *__restrict__ y, int N, int K) {
     extern __shared__ uint4 ring[];
@@ -249,6 +271,7 @@ __global__ void __launch_bounds__(256) k_cpa(const float *__restrict__ x, const 
 #pragma unroll
         for (int r = 0; r < R; r++) {
             if (CV == 2) chunk_h(slot[r * T], (const __half *)x, kk, sr[r][kk >> 7], acc[r]);
+            else if (XPM) chunk_p<CV>(slot[r * T], x, kk, sr[r][kk >> 7], acc[r]);
             else chunk<CV>(slot[r * T], x, kk, sr[r][kk >> 7], acc[r]);
         }
     }
@@ -414,7 +437,7 @@ struct Var {
     kfn f;
     int R, KS, wpb, smem_per_thread, lo; /* smem bytes per thread (cpa) */
     int xp_c; /* k_xp: chunks per lane held (0: not k_xp) */
-    int xh;   /* x passed as fp16 (CV = 2) */
+    int xh;   /* x passed as fp16 (CV = 2); 2: x permuted (k_cpa XPM) */
 };
 
 static float frand(uint64_t *s) {
@@ -463,26 +486,41 @@ int main(int argc, char **argv) {
 #define CPAH(R, S, KS, WPB) vars.push_back({"cpah R" #R " S" #S " KS" #KS " wpb" #WPB, k_cpa<R, S, KS, 2>, R, KS, WPB, S * R * 16, 0, 0, 1})
 #define REGH(R, U, KS, WPB) vars.push_back({"regh R" #R " U" #U " KS" #KS " wpb" #WPB, k_reg<R, U, KS, 0, 2>, R, KS, WPB, 0, 0, 0, 1})
 #define XP(KS, C, PF) vars.push_back({"xp KS" #KS " C" #C " PF" #PF, k_xp<KS, C, PF>, 1, KS, KS, 0, 0, C})
-    REG(4, 2, 1, 0, 4);
-    REG(4, 2, 1, 1, 4);
-    REG(4, 2, 2, 1, 4);
-    CPA(4, 2, 2, 4);
-    CPX(4, 2, 2, 4);
-    CPX(4, 3, 2, 4);
-    CPX(4, 2, 1, 4);
-    CPX(4, 2, 4, 4);
-    CPX(4, 2, 2, 8);
-    CPX(2, 2, 2, 4);
-    CPAH(4, 2, 2, 4);
-    CPAH(4, 2, 1, 4);
-    CPAH(4, 2, 4, 4);
-    CPAH(8, 2, 2, 4);
-    CPAH(8, 2, 1, 4);
-    CPAH(2, 2, 2, 4);
-    CPAH(4, 3, 2, 4);
-    REGH(4, 2, 1, 4);
-    REGH(4, 2, 2, 4);
-    REGH(2, 4, 2, 4);
+#define CPAP(R, S, KS, WPB) vars.push_back({"cpap R" #R " S" #S " KS" #KS " wpb" #WPB, k_cpa<R, S, KS, 0, 1>, R, KS, WPB, S * R * 16, 0, 0, 2})
+    const int set = argc > 3 ? atoi(argv[3]) : 0; /* 1: the permuted-x set (2026-12-02) */
+    if (set == 1) {
+        CPA(4, 2, 2, 4);
+        CPAP(4, 2, 2, 4);
+        CPA(4, 2, 1, 4);
+        CPAP(4, 2, 1, 4);
+        CPA(2, 2, 2, 4);
+        CPAP(2, 2, 2, 4);
+        CPAP(2, 2, 1, 4);
+        CPAP(4, 2, 2, 8);
+        CPAP(8, 2, 2, 4);
+        CPAP(4, 3, 2, 4);
+    } else {
+        REG(4, 2, 1, 0, 4);
+        REG(4, 2, 1, 1, 4);
+        REG(4, 2, 2, 1, 4);
+        CPA(4, 2, 2, 4);
+        CPX(4, 2, 2, 4);
+        CPX(4, 3, 2, 4);
+        CPX(4, 2, 1, 4);
+        CPX(4, 2, 4, 4);
+        CPX(4, 2, 2, 8);
+        CPX(2, 2, 2, 4);
+        CPAH(4, 2, 2, 4);
+        CPAH(4, 2, 1, 4);
+        CPAH(4, 2, 4, 4);
+        CPAH(8, 2, 2, 4);
+        CPAH(8, 2, 1, 4);
+        CPAH(2, 2, 2, 4);
+        CPAH(4, 3, 2, 4);
+        REGH(4, 2, 1, 4);
+        REGH(4, 2, 2, 4);
+        REGH(2, 4, 2, 4);
+    }
     for (auto &v : vars)
         if (v.smem_per_thread) CK(cudaFuncSetAttribute(v.f, cudaFuncAttributeMaxDynamicSharedMemorySize, 96 * 1024));
 
@@ -509,6 +547,16 @@ int main(int argc, char **argv) {
         CK(cudaMemcpy(dxh, hxh.data(), K * 2, cudaMemcpyHostToDevice));
         CK(cudaMalloc(&dx, K * 4)); CK(cudaMalloc(&dy, N * 4)); CK(cudaMalloc(&ds, sb));
         CK(cudaMemcpy(dx, hx.data(), K * 4, cudaMemcpyHostToDevice));
+        /* x permuted as chunk_p reads it (K padded to whole groups of 512) */
+        const int KG = (K + 511) / 512 * 512;
+        std::vector<float> hxp(KG, 0.0f);
+        for (int k = 0; k < K; k++) {
+            const int g = k / 512, l = (k % 512) / 16, q = (k % 16) / 4, j = k % 4;
+            hxp[(size_t)g * 512 + (q * 32 + l) * 4 + j] = hx[k];
+        }
+        float *dxp;
+        CK(cudaMalloc(&dxp, KG * 4));
+        CK(cudaMemcpy(dxp, hxp.data(), KG * 4, cudaMemcpyHostToDevice));
         CK(cudaMemcpy(ds, hs.data(), sb, cudaMemcpyHostToDevice));
         /* float64 reference */
         std::vector<double> ref(N);
@@ -533,7 +581,7 @@ int main(int argc, char **argv) {
             }
             CK(cudaMemset(dy, 0, N * 4));
             fflush(stdout);
-            const float *xin = v.xh ? (const float *)dxh : dx;
+            const float *xin = v.xh == 2 ? dxp : v.xh ? (const float *)dxh : dx;
             v.f<<<grid, v.wpb * 32, smem>>>(xin, dw[0], ds, dy, N, K);
             if (cudaGetLastError() != cudaSuccess) { printf("%s: launch grid %d block %d smem %d failed\n", v.name.c_str(), grid, v.wpb * 32, smem); outs[vi].assign(N, 0.0f); continue; }
             CK(cudaDeviceSynchronize());
@@ -570,7 +618,7 @@ int main(int argc, char **argv) {
                    same < 0 ? "" : same ? "bitwise=" : "BITS DIFFER");
         }
         for (auto p : dw) CK(cudaFree(p));
-        CK(cudaFree(dx)); CK(cudaFree(dy)); CK(cudaFree(ds)); CK(cudaFree(dxh));
+        CK(cudaFree(dx)); CK(cudaFree(dy)); CK(cudaFree(ds)); CK(cudaFree(dxh)); CK(cudaFree(dxp));
     }
     for (int pdl = 0; pdl < 3; pdl++) {
         printf("\n%-24s", pdl == 2 ? "PDL, late trigger" : pdl ? "with PDL" : "plain launches");
