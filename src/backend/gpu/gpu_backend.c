@@ -368,8 +368,6 @@ static void set_err(gpu_impl *g, const char *msg) {
     snprintf(g->errmsg, sizeof g->errmsg, "%s: %s", GPU_NAME, msg);
 }
 
-/* Grow a device buffer to at least `need` bytes; waits for the stream first
- * so that no in-flight kernel still reads the old buffer. */
 /* Every op but the matmuls that read them: the cached int8 codes and the
  * permuted twin of an activation are stale. */
 static void act_stale(gpu_impl *g) {
@@ -377,6 +375,8 @@ static void act_stale(gpu_impl *g) {
     g->xt_valid = 0;
 }
 
+/* Grow a device buffer to at least `need` bytes; waits for the stream first
+ * so that no in-flight kernel still reads the old buffer. */
 static int ensure_dev(gpu_impl *g, void **buf, size_t *cap, size_t need) {
     if (need <= *cap && *buf) return 0;
     if (gpu_graphs_capturing(g->graphs)) { /* cannot wait inside a capture: redo eagerly */

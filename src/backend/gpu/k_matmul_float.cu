@@ -847,6 +847,14 @@ __global__ void __launch_bounds__(256) dl_k_xperm(float *__restrict__ xp, const 
     }
 }
 
+/* dl_k_xperm of M rows of x [M][K] into xp (dl_xp_len<VEC>(M, K) floats). */
+template <int VEC>
+static void dl_xperm_launch(cudaStream_t st, float *xp, const float *x, int M, int64_t K) {
+    const int n4 = (int)(dl_xp_len<VEC>(M, K) / 4);
+    dl_launch(dl_k_xperm<VEC>, dim3((unsigned)(DL_CDIV(n4, 256) < 2048 ? DL_CDIV(n4, 256) : 2048)), dim3(256), 0, st,
+              xp, x, n4, M, (int)K);
+}
+
 /* The workspace the launchers permute x into (NULL: none; set by the
  * caller before its launches), and the launches made with it. */
 static float *g_xp_ws = nullptr;
@@ -868,7 +876,7 @@ extern "C" void gk_gemv_twin(const float *xt, float *outt) {
     g_silut = outt;
 }
 extern "C" unsigned long long gk_gemv_twin_launches(void) { return g_xt_n; }
-extern "C" size_t gk_gemv_twin_bytes(int64_t k) { return (size_t)dl_xp_len<16>(1, k) * sizeof(float); }
+extern "C" size_t gk_gemv_twin_bytes(int64_t k) { return gk_gemv_xperm_bytes(1, k); } /* the M = 1 layout */
 /* Launches of the register loop capped at 128 registers (knob mlb=3). */
 static unsigned long long g_cap_n = 0;
 extern "C" unsigned long long gk_gemv_capped_launches(void) { return g_cap_n; }
@@ -1229,18 +1237,16 @@ static void gv_go_k(const gv_call &c) {
  * L1 no-allocate loads or not (na), reads x permuted (gv_go): a workspace
  * (M >= 3, knob xp), 8-bit weights, na, and K a multiple of the chunk
  * within dl_k_xperm's 32-bit offsets. */
-static bool gv_reads_xp(const gv_call &c, int vec, int na) {
-    const int64_t K = c.w[0].k;
-    return c.xpws && na && vec >= 16 && K % vec == 0 && 8 * (K + (int64_t)DL_WARP * vec) <= INT32_MAX;
+/* K fits the permuted layouts for vec elements per chunk: 8-bit weights,
+ * whole chunks, 32-bit offsets (dl_k_xperm's). */
+static bool gv_xp_fits(int64_t K, int vec) {
+    return vec >= 16 && K % vec == 0 && 8 * (K + (int64_t)DL_WARP * vec) <= INT32_MAX;
 }
+static bool gv_reads_xp(const gv_call &c, int vec, int na) { return c.xpws && na && gv_xp_fits(c.w[0].k, vec); }
 
 /* Whether the M = 1 launch c reads x's permuted twin: the caller gave one
- * (gk_gemv_twin), 8-bit weights and K a multiple of their chunk within
- * 32-bit offsets. */
-static bool gv_reads_xt(const gv_call &c) {
-    const int64_t K = c.w[0].k;
-    return c.xt && dl_wt<DT_F8E4M3>::VEC == 16 && K % 16 == 0 && 8 * (K + (int64_t)DL_WARP * 16) <= INT32_MAX;
-}
+ * (gk_gemv_twin) and K fits the layout as for gv_reads_xp. */
+static bool gv_reads_xt(const gv_call &c) { return c.xt && gv_xp_fits(c.w[0].k, dl_wt<DT_F8E4M3>::VEC); }
 
 /* One launch of the job: 8-bit weights (16 codes per chunk) at M >= 3
  * (c.xpws set: knob xp and a workspace), with L1 no-allocate weight loads
@@ -1262,9 +1268,7 @@ static void gv_go(const gv_call &c) {
     if constexpr (MR > 2 && MR > GV_LOOP_MAXM && NA == 1 && VEC >= 16) {
         const int64_t K = c.w[0].k;
         if (gv_reads_xp(c, VEC, NA)) {
-            const int n4 = (int)(dl_xp_len<VEC>(MR, K) / 4);
-            dl_launch(dl_k_xperm<VEC>, dim3((unsigned)(DL_CDIV(n4, 256) < 2048 ? DL_CDIV(n4, 256) : 2048)), dim3(256),
-                      0, c.st, c.xpws, c.x, n4, MR, (int)K);
+            dl_xperm_launch<VEC>(c.st, c.xpws, c.x, MR, K);
             g_xp_n++;
             gv_call p = c;
             p.x = c.xpws;
@@ -1443,9 +1447,7 @@ extern "C" size_t gk_gemv_xperm_bytes(int M, int64_t k) {
  * padding zero). For tests and callers whose x has no producer that
  * writes the twin. */
 extern "C" void gk_gemv_twin_fill(void *s, float *xt, const float *x, int64_t k) {
-    const int n4 = (int)(dl_xp_len<16>(1, k) / 4);
-    dl_launch(dl_k_xperm<16>, dim3((unsigned)(DL_CDIV(n4, 256) < 2048 ? DL_CDIV(n4, 256) : 2048)), dim3(256), 0,
-              (cudaStream_t)s, xt, x, n4, 1, (int)k);
+    dl_xperm_launch<dl_wt<DT_F8E4M3>::VEC>((cudaStream_t)s, xt, x, 1, k);
 }
 
 extern "C" void gk_gemv(void *s, float *y, const float *x, const gk_weight *w, int M) {
