@@ -531,14 +531,33 @@ void dl_ring_note();
  * [b2, grid) w[2]; every block runs the same code on its weight, so a
  * weight's output is bitwise the same whichever job it is part of. The
  * weights share dtype, scale kind, block sizes and k (read from w[0]). */
-/* The permuted twin of one activation row (gk_gemv_twin): the M = 1 form
- * of the layout k_matmul_float.cu's batched GEMVs read (dl_xp_at). K is cut
- * into groups of DL_WARP chunks of 16 elements (one per lane), and quad q of
- * lane slot l's chunk is float4 q DL_WARP + l of its group, so a warp's load
- * of one quad of 32 chunks is contiguous. The float offset of element i: */
+/* Permuted activations (XP, gk_gemv_xperm_ws): the layout dl_k_xperm
+ * writes and dl_gv_chunk reads. K is cut into groups of G = DL_WARP * VEC
+ * elements, one chunk of VEC per lane (a lane's chunks are whole groups
+ * apart, with or without a K split); the last group is padded to G. Within
+ * a group the MR activation rows are interleaved: quad q (4 floats) of row
+ * m of lane l's chunk is float4 (q MR + m) DL_WARP + l of the group, which
+ * is G MR floats long. So a warp's load of one quad of one row is 16 * DL_WARP
+ * contiguous bytes, and every quad and row of a chunk sits at a constant
+ * offset from the chunk's first (immediate offsets, no per-row address
+ * arithmetic). The same values, hence the same products and bits. */
+template <int VEC> static constexpr __host__ __device__ int dl_xp_g() { return DL_WARP * VEC; }
+/* Floats of the permuted copy of MR rows of K: K padded to whole groups. */
+template <int VEC> static __host__ __device__ __forceinline__ int64_t dl_xp_len(int MR, int64_t K) {
+    return (int64_t)MR * DL_CDIV(K, dl_xp_g<VEC>()) * dl_xp_g<VEC>();
+}
+/* Where the chunk at element kk (a lane's: kk % VEC == 0) starts: quad q of
+ * row m is then at + 4 (q MR + m) DL_WARP floats. */
+template <int VEC, int MR, typename I = int> static __host__ __device__ __forceinline__ I dl_xp_at(I kk) {
+    constexpr int G = dl_xp_g<VEC>();
+    return (kk / G) * (G * MR) + ((kk % G) / VEC) * 4;
+}
+
+/* The permuted twin of one activation row (gk_gemv_twin) is that layout at
+ * M = 1 for 16-element chunks (8-bit weights). The float offset of element
+ * i: its chunk's start, then quad (i % 16) / 4 of the chunk, then i % 4. */
 static __host__ __device__ __forceinline__ int64_t dl_xp1_at(int64_t i) {
-    constexpr int G = DL_WARP * 16;
-    return (i / G) * G + ((i % 16) / 4) * (4 * DL_WARP) + ((i % G) / 16) * 4 + i % 4;
+    return dl_xp_at<16, 1, int64_t>(i - i % 16) + ((i % 16) / 4) * (4 * DL_WARP) + i % 4;
 }
 
 struct dl_gv_job {

@@ -374,27 +374,9 @@ static constexpr __host__ __device__ bool dl_is_f16_32(int dt) {
     return dt == DT_BF16 || dt == DT_F16 || dt == DT_F32;
 }
 
-/* Permuted activations (XP, gk_gemv_xperm_ws): the layout dl_k_xperm
- * writes and dl_gv_chunk reads. K is cut into groups of G = DL_WARP * VEC
- * elements, one chunk of VEC per lane (a lane's chunks are whole groups
- * apart, with or without a K split); the last group is padded to G. Within
- * a group the MR activation rows are interleaved: quad q (4 floats) of row
- * m of lane l's chunk is float4 (q MR + m) DL_WARP + l of the group, which
- * is G MR floats long. So a warp's load of one quad of one row is 16 * DL_WARP
- * contiguous bytes, and every quad and row of a chunk sits at a constant
- * offset from the chunk's first (immediate offsets, no per-row address
- * arithmetic). The same values, hence the same products and bits. */
-template <int VEC> static constexpr __host__ __device__ int dl_xp_g() { return DL_WARP * VEC; }
-/* Floats of the permuted copy of MR rows of K: K padded to whole groups. */
-template <int VEC> static __host__ __device__ __forceinline__ int64_t dl_xp_len(int MR, int64_t K) {
-    return (int64_t)MR * DL_CDIV(K, dl_xp_g<VEC>()) * dl_xp_g<VEC>();
-}
-/* Where the chunk at element kk (a lane's: kk % VEC == 0) starts: quad q of
- * row m is then at + 4 (q MR + m) DL_WARP floats. */
-template <int VEC, int MR> static __device__ __forceinline__ int dl_xp_at(int kk) {
-    constexpr int G = dl_xp_g<VEC>();
-    return (kk / G) * (G * MR) + ((kk % G) / VEC) * 4;
-}
+/* Permuted activations (XP, gk_gemv_xperm_ws): dl_xp_at and its layout
+ * are in gpu_common.cuh (the norms and the gate/up epilogue write the M = 1
+ * form, the twin). */
 
 /* One 16-byte chunk per row (raw[r], at element kk of row r) folded into
  * acc: widened (dl_gv<DT, CV>), each row's partial p over the chunk by
@@ -536,8 +518,14 @@ __global__ void __launch_bounds__(GEMV_MAXT, LB)
 /* LB (knob mlb, M >= 3): at least LB blocks of GEMV_MAXT threads per SM,
  * i.e. at most 128 registers per thread at LB = 2 (unbounded, nvcc took
  * ~180 at M = 4 and R = 4: two blocks of 4 warps per SM). */
+/* At M = 1 with 1 or 2 rows per warp (knob r1) the cap is 48 registers
+ * (5 blocks of 8 warps, or 10 of 4, per SM; nvcc then takes 47-48, no
+ * spills): at 64, 2 rows on 5120x17408 (1280 blocks of 4 warps) needed more
+ * than one wave of the 8 blocks per SM that fit. H200, 2026-12-02, the
+ * kernel alone reading the twin, early-trigger chain: 82.5% of the copy
+ * bandwidth against 67.2% (bench/h200-2026-12-02e/run1, 2026-12-02d/run4). */
 template <int DT, int MR, int R, int CV, int S, bool XP = false, int LB = 0>
-__global__ void __launch_bounds__(GEMV_MAXT, MR == 1 ? 4 : LB)
+__global__ void __launch_bounds__(GEMV_MAXT, MR == 1 ? (R <= 2 ? 5 : 4) : LB)
     dl_k_gemv_fa(const float *__restrict__ x, const dl_gv_job j, int late, int spre) {
     static_assert(S == 2 || S == 3, "two or three ring stages");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && DL_WARP == 32 && !defined(__HIPCC__)
