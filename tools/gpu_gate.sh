@@ -74,24 +74,73 @@ check_listing() {
   [ $rc = 0 ] || FAIL=1
 }
 
-if [ $DO_PTX = 1 ]; then
-  if ! command -v nvcc >/dev/null; then echo "gpu_gate: nvcc not found" >&2; exit 1; fi
-  echo "== PTX (nvcc $(nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'), compute_90) =="
-  : > "$TMP/ptx.tsv"
+# The per-file compiles of both targets run in one pool of GPU_GATE_JOBS
+# (default: the CPU count), largest file first (k_matmul_float.cu takes
+# most of the time on either target), each writing $TMP/<kind>.<file>.tsv,
+# or its error into $TMP/<kind>.<file>.fail; the listings are then joined
+# in file order, so the report does not depend on the schedule.
+JOBS=${GPU_GATE_JOBS:-$(nproc 2>/dev/null || echo 2)}
+run_pool() { # KIND...: KIND_one FILE for every .cu in $SRC and KIND, at most $JOBS at once
+  local f k n=0
+  for f in $(ls -S "$SRC"/*.cu); do
+    for k in "$@"; do
+      "${k}_one" "$f" &
+      n=$((n + 1))
+      if [ $n -ge "$JOBS" ]; then wait -n; n=$((n - 1)); fi
+    done
+  done
+  wait
+}
+join_listings() { # KIND OUT: the files' listings in order; failures printed, FAIL set
+  local kind=$1 out=$2 f b
+  : > "$out"
   for f in "$SRC"/*.cu; do
     b=$(basename "$f" .cu)
-    if ! nvcc -std=c++17 -O3 -I"$ROOT/src" -arch=compute_90 --ptx "$f" -o "$TMP/$b.ptx" 2> "$TMP/$b.err"; then
-      cat "$TMP/$b.err"; echo "  FAIL ptx: $b.cu does not compile"; FAIL=1; continue
-    fi
-    # one line per instruction: entry name <TAB> opcode (predicates stripped)
-    awk '/\.entry[ \t]+[A-Za-z_0-9]+/ { match($0, /\.entry[ \t]+[A-Za-z_0-9]+/); e=substr($0, RSTART, RLENGTH); sub(/\.entry[ \t]+/, "", e); cur=e; next }
-         cur != "" && /^[ \t]+\{?[ \t]*(@!?%[a-z0-9]+[ \t]+)?[a-z][a-z0-9_.]*/ {
-           s=$0; sub(/^[ \t]+/, "", s); sub(/^\{[ \t]*/, "", s); sub(/^@!?%[a-z0-9]+[ \t]+/, "", s); split(s, a, /[ \t;]/);
-           if (a[1] !~ /^\./) print cur "\t" a[1] }' "$TMP/$b.ptx" >> "$TMP/ptx.tsv"
+    if [ -f "$TMP/$kind.$b.fail" ]; then cat "$TMP/$kind.$b.fail"; FAIL=1; continue; fi
+    cat "$TMP/$kind.$b.tsv" >> "$out"
   done
-  check_listing "$TMP/ptx.tsv" ptx
-fi
+}
 
+ptx_one() {
+  local f=$1 b
+  b=$(basename "$f" .cu)
+  if ! nvcc -std=c++17 -O3 -I"$ROOT/src" -arch=compute_90 --ptx "$f" -o "$TMP/$b.ptx" 2> "$TMP/$b.err"; then
+    { cat "$TMP/$b.err"; echo "  FAIL ptx: $b.cu does not compile"; } > "$TMP/ptx.$b.fail"; return
+  fi
+  # one line per instruction: entry name <TAB> opcode (predicates stripped)
+  awk '/\.entry[ \t]+[A-Za-z_0-9]+/ { match($0, /\.entry[ \t]+[A-Za-z_0-9]+/); e=substr($0, RSTART, RLENGTH); sub(/\.entry[ \t]+/, "", e); cur=e; next }
+       cur != "" && /^[ \t]+\{?[ \t]*(@!?%[a-z0-9]+[ \t]+)?[a-z][a-z0-9_.]*/ {
+         s=$0; sub(/^[ \t]+/, "", s); sub(/^\{[ \t]*/, "", s); sub(/^@!?%[a-z0-9]+[ \t]+/, "", s); split(s, a, /[ \t;]/);
+         if (a[1] !~ /^\./) print cur "\t" a[1] }' "$TMP/$b.ptx" > "$TMP/ptx.$b.tsv"
+}
+
+hip_one() {
+  local f=$1 b tgt
+  b=$(basename "$f" .cu)
+  if ! hipcc -x hip --offload-arch=gfx906 -std=c++17 -O3 -DDOTLM_HIP=1 -I"$ROOT/src" --cuda-device-only -c "$f" \
+       -o "$TMP/$b.bundle" 2> "$TMP/$b.err"; then
+    { grep -v rocm_agent_enumerator "$TMP/$b.err" | head -20; echo "  FAIL hip: $b.cu does not compile"; } > "$TMP/hip.$b.fail"
+    return
+  fi
+  tgt=$("$BUNDLER" --list --type=o --inputs="$TMP/$b.bundle" 2>/dev/null | grep gfx906 | head -1)
+  if [ -n "$tgt" ]; then
+    "$BUNDLER" --unbundle --type=o --inputs="$TMP/$b.bundle" --targets="$tgt" --outputs="$TMP/$b.co" 2>/dev/null ||
+      { echo "  FAIL hip: cannot unbundle $b" > "$TMP/hip.$b.fail"; return; }
+  else
+    cp "$TMP/$b.bundle" "$TMP/$b.co" # already a plain code object
+  fi
+  "$OBJDUMP" -d --mcpu=gfx906 "$TMP/$b.co" > "$TMP/$b.dis" ||
+    { echo "  FAIL hip: cannot disassemble $b" > "$TMP/hip.$b.fail"; return; }
+  awk '/^[0-9a-f]+ <[^>]+>:$/ { s=$0; sub(/^[0-9a-f]+ </, "", s); sub(/>:$/, "", s); cur=s; next }
+       cur != "" && /^[ \t]+([sv]|ds|global|flat|buffer)_[a-z0-9_]+/ { s=$0; sub(/^[ \t]+/, "", s); split(s, a, /[ \t]/); print cur "\t" a[1] }' \
+    "$TMP/$b.dis" > "$TMP/hip.$b.tsv"
+}
+
+KINDS=()
+if [ $DO_PTX = 1 ]; then
+  if ! command -v nvcc >/dev/null; then echo "gpu_gate: nvcc not found" >&2; exit 1; fi
+  KINDS+=(ptx)
+fi
 if [ $DO_HIP = 1 ]; then
   if ! command -v hipcc >/dev/null; then
     if [ $REQ_HIP = 1 ]; then echo "  FAIL hip: hipcc not found"; FAIL=1
@@ -99,28 +148,17 @@ if [ $DO_HIP = 1 ]; then
   else
     BUNDLER=$(command -v clang-offload-bundler || ls /usr/lib/llvm-*/bin/clang-offload-bundler 2>/dev/null | tail -1)
     OBJDUMP=$(command -v llvm-objdump || ls /usr/lib/llvm-*/bin/llvm-objdump 2>/dev/null | tail -1)
-    echo "== HIP gfx906 (hipcc, code object via ${BUNDLER##*/} + ${OBJDUMP##*/}) =="
-    : > "$TMP/hip.tsv"
-    for f in "$SRC"/*.cu; do
-      b=$(basename "$f" .cu)
-      if ! hipcc -x hip --offload-arch=gfx906 -std=c++17 -O3 -DDOTLM_HIP=1 -I"$ROOT/src" --cuda-device-only -c "$f" \
-           -o "$TMP/$b.bundle" 2> "$TMP/$b.err"; then
-        grep -v rocm_agent_enumerator "$TMP/$b.err" | head -20; echo "  FAIL hip: $b.cu does not compile"; FAIL=1; continue
-      fi
-      tgt=$("$BUNDLER" --list --type=o --inputs="$TMP/$b.bundle" 2>/dev/null | grep gfx906 | head -1)
-      if [ -n "$tgt" ]; then
-        "$BUNDLER" --unbundle --type=o --inputs="$TMP/$b.bundle" --targets="$tgt" --outputs="$TMP/$b.co" || { FAIL=1; continue; }
-      else
-        cp "$TMP/$b.bundle" "$TMP/$b.co" # already a plain code object
-      fi
-      "$OBJDUMP" -d --mcpu=gfx906 "$TMP/$b.co" > "$TMP/$b.dis" || { echo "  FAIL hip: cannot disassemble $b"; FAIL=1; continue; }
-      awk '/^[0-9a-f]+ <[^>]+>:$/ { s=$0; sub(/^[0-9a-f]+ </, "", s); sub(/>:$/, "", s); cur=s; next }
-           cur != "" && /^[ \t]+([sv]|ds|global|flat|buffer)_[a-z0-9_]+/ { s=$0; sub(/^[ \t]+/, "", s); split(s, a, /[ \t]/); print cur "\t" a[1] }' \
-        "$TMP/$b.dis" >> "$TMP/hip.tsv"
-    done
-    check_listing "$TMP/hip.tsv" hip
+    KINDS=(hip "${KINDS[@]}")
   fi
 fi
+[ ${#KINDS[@]} -gt 0 ] && run_pool "${KINDS[@]}"
+for k in ptx hip; do
+  case " ${KINDS[*]} " in *" $k "*) ;; *) continue ;; esac
+  if [ $k = ptx ]; then echo "== PTX (nvcc $(nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'), compute_90; $JOBS jobs) =="
+  else echo "== HIP gfx906 (hipcc, code object via ${BUNDLER##*/} + ${OBJDUMP##*/}; $JOBS jobs) =="; fi
+  join_listings $k "$TMP/$k.tsv"
+  check_listing "$TMP/$k.tsv" $k
+done
 
 if [ ${#SASS_BINS[@]} -gt 0 ]; then
   if ! command -v cuobjdump >/dev/null; then echo "  FAIL sass: cuobjdump not found"; FAIL=1
