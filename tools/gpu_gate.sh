@@ -104,8 +104,8 @@ join_listings() { # KIND OUT: the files' listings in order; failures printed, FA
 ptx_one() {
   local f=$1 b
   b=$(basename "$f" .cu)
-  if ! nvcc -std=c++17 -O3 -I"$ROOT/src" -arch=compute_90 --ptx "$f" -o "$TMP/$b.ptx" 2> "$TMP/$b.err"; then
-    { cat "$TMP/$b.err"; echo "  FAIL ptx: $b.cu does not compile"; } > "$TMP/ptx.$b.fail"; return
+  if ! nvcc -std=c++17 -O3 -I"$ROOT/src" -arch=compute_90 --ptx "$f" -o "$TMP/$b.ptx" 2> "$TMP/ptx.$b.err"; then
+    { cat "$TMP/ptx.$b.err"; echo "  FAIL ptx: $b.cu does not compile"; } > "$TMP/ptx.$b.fail"; return
   fi
   # one line per instruction: entry name <TAB> opcode (predicates stripped)
   awk '/\.entry[ \t]+[A-Za-z_0-9]+/ { match($0, /\.entry[ \t]+[A-Za-z_0-9]+/); e=substr($0, RSTART, RLENGTH); sub(/\.entry[ \t]+/, "", e); cur=e; next }
@@ -118,14 +118,14 @@ hip_one() {
   local f=$1 b tgt
   b=$(basename "$f" .cu)
   if ! hipcc -x hip --offload-arch=gfx906 -std=c++17 -O3 -DDOTLM_HIP=1 -I"$ROOT/src" --cuda-device-only -c "$f" \
-       -o "$TMP/$b.bundle" 2> "$TMP/$b.err"; then
-    { grep -v rocm_agent_enumerator "$TMP/$b.err" | head -20; echo "  FAIL hip: $b.cu does not compile"; } > "$TMP/hip.$b.fail"
+       -o "$TMP/$b.bundle" 2> "$TMP/hip.$b.err"; then
+    { grep -v rocm_agent_enumerator "$TMP/hip.$b.err" | head -20; echo "  FAIL hip: $b.cu does not compile"; } > "$TMP/hip.$b.fail"
     return
   fi
   tgt=$("$BUNDLER" --list --type=o --inputs="$TMP/$b.bundle" 2>/dev/null | grep gfx906 | head -1)
   if [ -n "$tgt" ]; then
-    "$BUNDLER" --unbundle --type=o --inputs="$TMP/$b.bundle" --targets="$tgt" --outputs="$TMP/$b.co" 2>/dev/null ||
-      { echo "  FAIL hip: cannot unbundle $b" > "$TMP/hip.$b.fail"; return; }
+    "$BUNDLER" --unbundle --type=o --inputs="$TMP/$b.bundle" --targets="$tgt" --outputs="$TMP/$b.co" 2> "$TMP/hip.$b.uerr" ||
+      { { grep -v deprecated "$TMP/hip.$b.uerr"; echo "  FAIL hip: cannot unbundle $b"; } > "$TMP/hip.$b.fail"; return; }
   else
     cp "$TMP/$b.bundle" "$TMP/$b.co" # already a plain code object
   fi
