@@ -1,0 +1,86 @@
+# Shared setup for the scripts that run on the GPU test machine
+# (bench/<session>/runN.sh, through the device `run` verb with
+# `carry [".devpack/devrun.tar.xz"]`, pack made by tools/pack_device.sh).
+# Source it from the repository root:
+#
+#   . bench/lib/device_prelude.sh
+#   dv_init                      # $OUT/$L, the GPU's name, unpack into $B
+#   dv_models fp8-block int8     # Qwen3-8B-shaped models in /dev/shm (background)
+#   dv_gate                      # SASS opcode gate on $B/dotlm (background)
+#   dv_tests                     # every GPU unit test + fixtures on cuda
+#   dv_models_wait
+#   dv_decode int8 --prompt-len 512 --gen 64
+#   dv_finish                    # waits, tars $L into $OUT/logs.tgz
+#
+# Every function writes its full output under $L and echoes one summary line,
+# so the call's output tail is a short table.
+
+set -u
+OUT=${OUT:-/tmp/out}
+L=/tmp/dv_l # logs travel back only inside $OUT/logs.tgz (the file count is limited)
+B=/tmp/r
+DV_T0=$(date +%s)
+
+# Seconds since dv_init, as "t=Ns".
+dv_t() { echo "t=$(($(date +%s) - DV_T0))s"; }
+
+# Log dir, the GPU's name and UUID, the pack unpacked into $B.
+dv_init() {
+    mkdir -p "$L" "$B"
+    nvidia-smi --query-gpu=name,uuid --format=csv >"$L/gpu.txt" 2>&1
+    if [ -f .devpack/devrun.tar.xz ]; then
+        tar xJf .devpack/devrun.tar.xz -C "$B"
+    else
+        echo "dv_init: no .devpack/devrun.tar.xz (carry it; tools/pack_device.sh makes it)"
+    fi
+    export LD_LIBRARY_PATH=$B/lib
+}
+
+# dv_models FORMAT...: random Qwen3-8B-shaped checkpoints in /dev/shm/m_FORMAT
+# with the Qwen3 tokenizer, made one after another in the background.
+dv_models() {
+    (for f in "$@"; do
+        timeout 250 python3 tools/make_bench_model.py "/dev/shm/m_$f" --preset qwen3-8b --format "$f" \
+            >"$L/gen_$f.log" 2>&1
+        cp assets/tokenizers/qwen3/* "/dev/shm/m_$f/"
+    done) &
+    DV_MODELS_PID=$!
+}
+dv_models_wait() { wait "${DV_MODELS_PID:-}" 2>/dev/null || true; }
+
+# The SASS opcode gate on the packed dotlm, in the background ($L/gate.log).
+dv_gate() {
+    (timeout 280 tools/gpu_gate.sh --no-ptx --no-hip --sass "$B/dotlm" >"$L/gate.log" 2>&1
+        echo "gate rc=$?" >>"$L/gate.log") &
+}
+
+# The GPU unit tests and the fixtures on --backend cuda, one line each.
+dv_tests() {
+    local t
+    for t in test_gpu_gemv_multi test_gpu_ops test_gpu_forward test_gpu_gdn; do
+        [ -x "$B/$t" ] || { echo "$t: not in the pack"; continue; }
+        timeout 200 "$B/$t" >"$L/$t.log" 2>&1
+        echo "$t rc=$? $(tail -1 "$L/$t.log")"
+    done
+    DOTLM_BIN=$B/dotlm DOTLM_BACKEND=cuda timeout 150 python3 tests/py/test_fixtures.py >"$L/fixtures.log" 2>&1
+    echo "fixtures rc=$? $(tail -1 "$L/fixtures.log")"
+}
+
+# dv_decode FORMAT [dotlm bench args...]: one decode benchmark of /dev/shm/m_FORMAT
+# on cuda (default --prompt-len 512 --gen 64); environment from the caller.
+dv_decode() {
+    local f=$1 log
+    shift
+    [ $# -gt 0 ] || set -- --prompt-len 512 --gen 64
+    log=$L/dec_$f.$(date +%s%N).log
+    timeout 90 "$B/dotlm" bench --model "/dev/shm/m_$f" --backend cuda "$@" >"$log" 2>&1
+    echo "decode $f ${DOTLM_GEMV:+DOTLM_GEMV=$DOTLM_GEMV }$*: $(grep -hE '^decode' "$log" | tail -1)"
+}
+
+# Wait for the background jobs, then pack $L into $OUT/logs.tgz.
+dv_finish() {
+    wait
+    [ -f "$L/gate.log" ] && tail -2 "$L/gate.log"
+    tar czf "$OUT/logs.tgz" -C "$L" .
+    dv_t
+}
