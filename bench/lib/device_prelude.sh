@@ -74,7 +74,7 @@ dv_decode() {
     [ $# -gt 0 ] || set -- --prompt-len 512 --gen 64
     log=$L/dec_$f.$(date +%s%N).log
     timeout 90 "$B/dotlm" bench --model "/dev/shm/m_$f" --backend cuda "$@" >"$log" 2>&1
-    echo "decode $f ${DOTLM_GEMV:+DOTLM_GEMV=$DOTLM_GEMV }${DOTLM_GPU_DIAG_SKIP:+skip=$DOTLM_GPU_DIAG_SKIP }$*: $(grep -hE '^decode' "$log" | tail -1)"
+    echo "decode $f ${DOTLM_GEMV:+DOTLM_GEMV=$DOTLM_GEMV }${DOTLM_GPU_DIAG_SKIP:+skip=$DOTLM_GPU_DIAG_SKIP }${DOTLM_GPU_ATTN_ROW:+row=$DOTLM_GPU_ATTN_ROW }$*: $(grep -hE '^decode' "$log" | tail -1)"
 }
 
 # Wait for the background jobs, then pack $L into $OUT/logs.tgz.
