@@ -14,6 +14,15 @@
 #
 # Every function writes its full output under $L and echoes one summary line,
 # so the call's output tail is a short table.
+#
+# Size: a call carries the tracked tree (~46 MB on 2026-12-04) plus the pack
+# (~22 MB) and refuses more than 64 MiB. The thirty-first session made its
+# call with old logs out of the index for the call's duration:
+#   git rm -r -q --cached 'bench/h200-2026-11-*' 'bench/h200-2026-12-01*'
+#   printf '/bench/h200-2026-11-*\n/bench/h200-2026-12-01*\n' >> .git/info/exclude
+#   ... the device call ...
+#   git reset -q   # and take the two lines out of .git/info/exclude again
+# (nothing may be committed in between).
 
 set -u
 OUT=${OUT:-/tmp/out}
