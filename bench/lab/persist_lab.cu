@@ -596,21 +596,29 @@ static __device__ __noinline__ void gemv_run(state &s, const gshare &g, int pre,
         __syncthreads(); /* slot i % NS is refilled next iteration */
     }
 }
-/* grid barrier number k (counter zeroed before the launch) */
+/* grid barrier number k (counter zeroed before the launch) of the NT
+ * threads that run the phases (csync: the producer warp of the ws form
+ * never joins); traps after WS_TIMEOUT_CYC, a deadlock */
+enum { WS_TIMEOUT_CYC = 1 << 30 }; /* ~0.5 s */
 static __device__ void gbar(unsigned *bar, unsigned &k, int on) {
     k++;
     if (!on) return;
-    __syncthreads();
+    csync();
     if (threadIdx.x == 0) {
         __threadfence();
         atomicAdd(bar, 1u);
         const unsigned want = k * gridDim.x;
         unsigned v;
+        const long long t0 = clock64();
         do {
             asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(bar) : "memory");
+            if (clock64() - t0 > WS_TIMEOUT_CYC) {
+                printf("grid barrier %u timed out (block %d: %u of %u)\n", k, blockIdx.x, v, want);
+                __trap();
+            }
         } while (v < want);
     }
-    __syncthreads();
+    csync();
 }
 /* issue the first NS - 1 stages of g before a barrier (pf) or not */
 static __device__ int stage_ahead(const gshare &g, int8_t *ring, int pf) {
@@ -677,7 +685,6 @@ __global__ void __launch_bounds__(NT, 2) kq_step(state s, const layer *Ls, int n
  * same phases, block functions and barriers as kq_step; a GEMV waits on a
  * tile's `full` barrier instead of a cp.async group and no block barrier
  * separates the tiles. */
-enum { WS_TIMEOUT_CYC = 1 << 30 }; /* ~0.5 s: a wait this long is a deadlock; trap */
 static __device__ __forceinline__ unsigned su32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
 static __device__ __forceinline__ void mb_init(uint64_t *b, unsigned n) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(su32(b)), "r"(n) : "memory");
@@ -826,27 +833,6 @@ static __device__ __noinline__ void ws_gemv(state &s, const gshare &g, const wri
         }
     }
 }
-/* grid barrier of the consumers (counter zeroed before the launch) */
-static __device__ void ws_gbar(unsigned *bar, unsigned &k, int on) {
-    k++;
-    if (!on) return;
-    csync();
-    if (threadIdx.x == 0) {
-        __threadfence();
-        atomicAdd(bar, 1u);
-        const unsigned want = k * gridDim.x;
-        unsigned v;
-        const long long t0 = clock64();
-        do {
-            asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(bar) : "memory");
-            if (clock64() - t0 > WS_TIMEOUT_CYC) {
-                printf("ws: grid barrier %u timed out (block %d: %u of %u)\n", k, blockIdx.x, v, want);
-                __trap();
-            }
-        } while (v < want);
-    }
-    csync();
-}
 /* attention scratch: the block attention's, or 2 HD floats per warp for the split items */
 enum { WS_FS = 2 * HD * (NT / 32) };
 static_assert(WS_FS >= 3 * HD + CTX + 2 * HD + 32, "scratch of attention()");
@@ -899,28 +885,28 @@ __global__ void __launch_bounds__(NT + 32, 1) kw_step(state s, const layer *Ls, 
         if (small) norm_codes(s.x, L.n1, xc, scs, red);
         csync();
         ws_gemv(s, ws_share(L, 0), r, t, xc, *scs, L.sqkv, s.qkv, 0, l, ys, comp, lane0, spin, pre);
-        ws_gbar(s.bar, k, bar);
+        gbar(s.bar, k, bar);
         if (small && split) {
             const int wg = blockIdx.x * (NT / 32) + (threadIdx.x >> 5), nw = gridDim.x * (NT / 32);
             for (int it = wg; it < NITEM; it += nw) attn_item(L, s.qkv, s.part, it, fs + (threadIdx.x >> 5) * 2 * HD, el);
-            ws_gbar(s.bar, k, bar);
+            gbar(s.bar, k, bar);
             for (int hq = wg; hq < NQ; hq += nw) attn_comb(s.part, s.att, hq);
         } else {
             for (int hq = blockIdx.x; hq < NQ && small; hq += gridDim.x) attention(L, s.qkv, s.att, hq, fs);
         }
-        if (small) ws_gbar(s.bar, k, bar);
+        if (small) gbar(s.bar, k, bar);
         if (small) norm_codes(s.att, nullptr, xc, scs, red);
         csync();
         ws_gemv(s, ws_share(L, 1), r, t, xc, *scs, L.so, s.x, 1, l, ys, comp, lane0, spin, pre);
-        ws_gbar(s.bar, k, bar);
+        gbar(s.bar, k, bar);
         if (small) norm_codes(s.x, L.n2, xc, scs, red);
         csync();
         ws_gemv(s, ws_share(L, 2), r, t, xc, *scs, L.sgu, nullptr, 2, l, ys, comp, lane0, spin, pre);
-        ws_gbar(s.bar, k, bar);
+        gbar(s.bar, k, bar);
         if (small) h_codes(s.h, s.amax[l], xc, scs);
         csync();
         ws_gemv(s, ws_share(L, 3), r, t, xc, *scs, L.sd, s.x, 1, l, ys, comp, lane0, spin, pre);
-        ws_gbar(s.bar, k, bar);
+        gbar(s.bar, k, bar);
     }
 }
 /* The same static shares streamed with plain loads (no ring, no
