@@ -286,12 +286,22 @@ static __device__ void row_norm_rope(const float *src, const float *w, int pos, 
     }
 }
 /* sm: the warp's 2 * HD floats of shared memory */
+/* L2 cache policies for the loads and copies that carry a hint */
+static __device__ __forceinline__ uint64_t l2_evict_last() {
+    uint64_t pol;
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+    return pol;
+}
+static __device__ __forceinline__ uint64_t l2_evict_first() {
+    uint64_t pol;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+    return pol;
+}
 /* 16- and 8-byte loads with an L2 policy (el: evict_last, else a plain load) */
 static __device__ __forceinline__ uint4 ld_pol16(const void *p, int el) {
     uint4 r;
     if (el) {
-        uint64_t pol;
-        asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+        const uint64_t pol = l2_evict_last();
         asm volatile("ld.global.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
                      : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
                      : "l"(p), "l"(pol));
@@ -303,8 +313,7 @@ static __device__ __forceinline__ uint4 ld_pol16(const void *p, int el) {
 static __device__ __forceinline__ uint2 ld_pol8(const void *p, int el) {
     uint2 r;
     if (el) {
-        uint64_t pol;
-        asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+        const uint64_t pol = l2_evict_last();
         asm volatile("ld.global.L2::cache_hint.v2.u32 {%0,%1}, [%2], %3;" : "=r"(r.x), "=r"(r.y) : "l"(p), "l"(pol));
     } else {
         r = *(const uint2 *)p;
@@ -483,7 +492,7 @@ __global__ void __launch_bounds__(NT) kp_gemv(state s, const int8_t *W, const fl
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, r = blockIdx.x * RG + w;
     const int8_t *row = W + (int64_t)r * K;
     uint64_t pol = 0;
-    if (ef) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+    if (ef) pol = l2_evict_first();
     uint4 wv[U];
 #pragma unroll
     for (int u = 0; u < U; u++) wv[u] = ef ? ldw_pol(row + (lane + u * 32) * 16, pol) : ldw(row + (lane + u * 32) * 16);
@@ -695,28 +704,27 @@ static __device__ __forceinline__ void mb_expect(uint64_t *b, unsigned tx) {
 static __device__ __forceinline__ void mb_arrive(uint64_t *b) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(su32(b)) : "memory");
 }
-static __device__ __forceinline__ unsigned mb_try(uint64_t *b, unsigned par) {
+/* 1 once the phase of parity par has completed: try_wait (the thread may be
+ * suspended until then or a time limit) or, spin, test_wait (never suspended) */
+static __device__ __forceinline__ unsigned mb_done(uint64_t *b, unsigned par, int spin) {
     unsigned ok;
-    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
-                 : "=r"(ok)
-                 : "r"(su32(b)), "r"(par)
-                 : "memory");
+    if (spin)
+        asm volatile("{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+                     : "=r"(ok)
+                     : "r"(su32(b)), "r"(par)
+                     : "memory");
+    else
+        asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+                     : "=r"(ok)
+                     : "r"(su32(b)), "r"(par)
+                     : "memory");
     return ok;
 }
-static __device__ __forceinline__ unsigned mb_test(uint64_t *b, unsigned par) {
-    unsigned ok;
-    asm volatile("{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
-                 : "=r"(ok)
-                 : "r"(su32(b)), "r"(par)
-                 : "memory");
-    return ok;
-}
-/* wait for the phase of parity par to complete (spin: test_wait, never
- * suspended; else try_wait); trap after WS_TIMEOUT_CYC */
+/* wait for the phase of parity par to complete; trap after WS_TIMEOUT_CYC */
 static __device__ void mb_wait(uint64_t *b, unsigned par, int spin = 0) {
-    if (spin ? mb_test(b, par) : mb_try(b, par)) return;
+    if (mb_done(b, par, spin)) return;
     const long long t0 = clock64();
-    while (!(spin ? mb_test(b, par) : mb_try(b, par)))
+    while (!mb_done(b, par, spin))
         if (clock64() - t0 > WS_TIMEOUT_CYC) {
             printf("ws: mbarrier wait timed out (block %d thread %d)\n", blockIdx.x, threadIdx.x);
             __trap();
@@ -751,7 +759,7 @@ static __device__ gshare ws_share(const layer &L, int j) {
 static __device__ void ws_produce(const layer *Ls, int nl, const wring &r, int ef, int self, int one, int spin, int q) {
     const int lane = threadIdx.x & 31;
     uint64_t pol = 0;
-    if (ef) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+    if (ef) pol = l2_evict_first();
     unsigned t = 0;
     for (int l = 0; l < nl; l++)
         for (int j = 0; j < 4; j++) {
