@@ -115,6 +115,32 @@ static void check_invariance(dl_backend *be, dl_backend *be1, dl_dtype t, int Mb
     free_w(&w);
 }
 
+/* Decode GEMVs (M < 4) with row spreading (cpu.gemv.spread) give the bits
+ * of adjacent-row tiles, on 2 threads and on 1, and the switch routes. */
+static void check_spread(dl_backend *be, dl_backend *be1, dl_dtype t, int M, int n, int k, int ld) {
+    dl_weight w = make_w(n, k, ld, t, (n & 1), DT_BF16);
+    float *x = malloc((size_t)M * k * 4), *ys = malloc((size_t)M * n * 4), *ya = malloc((size_t)M * n * 4);
+    float *y1 = malloc((size_t)M * n * 4);
+    for (size_t i = 0; i < (size_t)M * k; i++) x[i] = tu_randf(&rs);
+    kreg_reset_switches();
+    uint64_t s0 = kreg_count("cpu.gemv.spread");
+    be->matmul(be, ys, x, &w, M);
+    CHECKF(kreg_count("cpu.gemv.spread") == s0 + (g_avx2 ? 1 : 0), "%s M=%d n=%d: spread did not run",
+           sfx(t), M, n);
+    be1->matmul(be1, y1, x, &w, M);
+    kreg_disable("cpu.gemv.spread");
+    uint64_t s1 = kreg_count("cpu.gemv.spread");
+    be->matmul(be, ya, x, &w, M);
+    CHECKF(kreg_count("cpu.gemv.spread") == s1, "%s: disabled spread still counted", sfx(t));
+    kreg_reset_switches();
+    CHECKF(!memcmp(ys, ya, (size_t)M * n * 4), "%s M=%d n=%d k=%d ld=%d: spread rows differ from adjacent rows",
+           sfx(t), M, n, k, ld);
+    CHECKF(!memcmp(ys, y1, (size_t)M * n * 4), "%s M=%d n=%d k=%d: spread 1 thread vs 2 threads differ",
+           sfx(t), M, n, k);
+    free(x), free(ys), free(ya), free(y1);
+    free_w(&w);
+}
+
 static double now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -219,6 +245,12 @@ int main(void) {
         check_invariance(be, be1, ts[ti], 13, 300, 1029, 1031);
         check_invariance(be, be1, ts[ti], 64, 70, 1024, 1024);
     }
+    static const int sp[][3] = {{3, 64, 64}, {67, 131, 131}, {1030, 300, 301}, {4099, 72, 72},
+                                {3001, 1029, 1029}};
+    for (int ti = 0; ti < 3; ti++)
+        for (int M = 1; M <= 3; M++)
+            for (size_t si = 0; si < sizeof sp / sizeof *sp; si++)
+                check_spread(be, be1, ts[ti], M, sp[si][0], sp[si][1], sp[si][2]);
     /* big shape: threads actually split N */
     check_case(be, DT_BF16, 1, 1024, 4096, 4096, 1);
     check_case(be, DT_BF16, 9, 512, 1536, 1536, 1);

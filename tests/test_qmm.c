@@ -1,7 +1,8 @@
 /* Quantized CPU matmul: fast kernels against their scalar reference twins
  * for every format / scale layout / activation policy, odd shapes and padded
  * rows; exact fp8 widening for all 256 codes; quantizer rounding; switches
- * and counters; batch-row and thread-count invariance; refused combinations. */
+ * and counters; batch-row and thread-count invariance; decode row spreading
+ * bitwise; refused combinations. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -301,6 +302,53 @@ static void test_invariance(tpool *tp) {
     }
 }
 
+/* Decode sizes (M = 1..3): the kernels that read spread-out rows
+ * (cpu.gemv.spread, core/rowspread.h) give bitwise the results of adjacent
+ * rows, with the AVX-512 kernels on and off (the AVX2 fp8 / int8 kernels),
+ * on 3 threads and on 1, and count where they spread. */
+static void test_spread(tpool *tp) {
+    const int64_t shapes[][3] = {{3, 64, 0}, {67, 129, 3}, {1030, 300, 5}, {3001, 130, 0}};
+    const unsigned cf = qmm_cpu_features();
+    uint64_t s = g_seed ^ 7;
+    for (int f = 0; f < NFMT; f++) {
+        const fmt *F = &FORMATS[f];
+        int bad = 0, uncounted = 0;
+        for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+            int64_t n = shapes[si][0], k = shapes[si][1];
+            tw t;
+            tw_make(&t, n, k, (int)shapes[si][2], F->dt, F->kind, F->bn, F->bk, F->bf16, (int)(si & 1), &s);
+            t.w.actq = F->actq;
+            t.w.act_scale = 0.02f;
+            for (int M = 1; M <= 3; M++) {
+                float *x = malloc(sizeof(float) * M * k), *ys = malloc(sizeof(float) * M * n);
+                float *ya = malloc(sizeof(float) * M * n), *y1 = malloc(sizeof(float) * M * n);
+                for (int64_t i = 0; i < M * k; i++) x[i] = tu_randf(&s);
+                for (int no512 = 0; no512 < 2; no512++) {
+                    kreg_reset_switches();
+                    if (no512) kreg_disable("cpu.qmm.fp8.avx512,cpu.qmm.i8wo.avx512");
+                    /* every fast decode kernel spreads but the AVX-512 int8
+                     * weight-only tiles (M >= 2) */
+                    int expect = (cf & QMM_CPU_AVX2) &&
+                                 !(F->dt == DT_I8 && F->actq == ACT_NATIVE && M >= 2 && !no512 &&
+                                   (cf & QMM_CPU_AVX512));
+                    uint64_t c0 = kreg_count("cpu.gemv.spread");
+                    if (qmm_matmul(ys, x, &t.w, M, tp) || qmm_matmul(y1, x, &t.w, M, NULL)) bad += 1000;
+                    if (kreg_count("cpu.gemv.spread") != c0 + 2 * (uint64_t)expect) uncounted++;
+                    kreg_disable("cpu.gemv.spread");
+                    if (qmm_matmul(ya, x, &t.w, M, tp)) bad += 1000;
+                    if (memcmp(ys, ya, sizeof(float) * M * n) || memcmp(ys, y1, sizeof(float) * M * n))
+                        bad++;
+                }
+                kreg_reset_switches();
+                free(x), free(ys), free(ya), free(y1);
+            }
+            tw_free(&t);
+        }
+        CHECKF(bad == 0, "format %d: spread rows differ from adjacent rows in %d cases", f, bad);
+        CHECKF(uncounted == 0, "format %d: cpu.gemv.spread miscounted in %d cases", f, uncounted);
+    }
+}
+
 /* fp8 weights holding NaN codes (0x7f / 0xff e4m3, 0x7f.. e5m2): the
  * outputs that read one are NaN in every kernel, the others keep the same
  * bits (the AVX-512 GEMV recomputes such tile segments on the exact path). */
@@ -452,6 +500,7 @@ int main(void) {
     test_actq();
     test_matmul(tp);
     test_invariance(tp);
+    test_spread(tp);
     test_nan_codes(tp);
     test_int8_extreme();
     test_switches();

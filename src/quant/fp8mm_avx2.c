@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/rowspread.h"
 #include "quant/qmatmul.h"
 
 #define AVX2_FN __attribute__((target("avx2,fma,f16c")))
@@ -245,25 +246,27 @@ AVX2_FN int fp8mm_rows_avx2(const qmm_f32job *j, int64_t n0, int64_t n1) {
         free(wbuf), free(acc);
         return -1;
     }
-    for (int64_t nb0 = n0; nb0 < n1; nb0 += pan) {
-        int64_t nb = n1 - nb0 < pan ? n1 - nb0 : pan, nbp = (nb + NR - 1) / NR * NR;
+    /* tile: rows nb0 + r st, r < nb; spread out only with 4-row panels (core/rowspread.h) */
+    int64_t nb0, st, nb;
+    for (int64_t t = 0; (nb = rs_tile(n0, n1, (int)pan, j->spread && pan == NR, t, &nb0, &st)) > 0; t++) {
+        int64_t nbp = (nb + NR - 1) / NR * NR;
         memset(acc, 0, (size_t)M * (size_t)pan * sizeof(float));
         if (wbuf) memset(wbuf + nb * ws, 0, (size_t)((nbp - nb) * ws) * sizeof(float));
         int64_t sidx[NB]; /* block layout: seg == bk, scale index = sidx[r] + g */
-        for (int64_t r = 0; block && r < nb; r++) sidx[r] = (nb0 + r) / w->bn * nseg;
+        for (int64_t r = 0; block && r < nb; r++) sidx[r] = (nb0 + r * st) / w->bn * nseg;
         for (int64_t g = 0; g < nseg; g++) {
             int64_t k0 = g * seg, len = K - k0 < seg ? K - k0 : seg;
             float sb[NB];
             for (int64_t r = 0; r < nb; r++) {
                 if (M > 1)
-                    widen_row(w->dtype, (const uint8_t *)w->data + (nb0 + r) * w->ld + k0, len,
+                    widen_row(w->dtype, (const uint8_t *)w->data + (nb0 + r * st) * w->ld + k0, len,
                               wbuf + r * ws);
                 if (block) sb[r] = scale_load(w, sidx[r] + g);
             }
             if (M == 1) { /* pan == NR: one fused tile; missing rows alias row 0 */
                 const uint8_t *rows[NR];
                 for (int64_t r = 0; r < NR; r++)
-                    rows[r] = (const uint8_t *)w->data + (nb0 + (r < nb ? r : 0)) * w->ld + k0;
+                    rows[r] = (const uint8_t *)w->data + (nb0 + (r < nb ? r : 0) * st) * w->ld + k0;
                 float p[NR];
                 gemv4(w->dtype, rows, j->x + k0, len, p);
                 for (int64_t r = 0; r < nb; r++) {
@@ -294,7 +297,7 @@ AVX2_FN int fp8mm_rows_avx2(const qmm_f32job *j, int64_t n0, int64_t n1) {
             }
         }
         for (int64_t r = 0; r < nb; r++) {
-            int64_t n = nb0 + r;
+            int64_t n = nb0 + r * st;
             float s_end = block ? 1.0f : w_scale_at(w, n, 0);
             float b = w->bias ? w_bias_at(w, n) : 0.0f;
             for (int m = 0; m < M; m++) {

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/rowspread.h"
 #include "quant/qmatmul.h"
 
 #define X512_FN __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma,f16c")))
@@ -268,7 +269,8 @@ X512_FN static int gemv8(dl_dtype dt, int MX, const uint8_t *const *r, const flo
     return MX == 2 ? gemv8_t(DT_F8E5M2, 2, r, x, xld, len, p) : gemv8_t(DT_F8E5M2, 1, r, x, xld, len, p);
 }
 
-/* M = 1..3 over output rows [n0, n1) (fp8 dtypes): 8-row tiles through all
+/* M = 1..3 over output rows [n0, n1) (fp8 dtypes): 8-row tiles (adjacent
+ * rows, or spread out when j->spread: core/rowspread.h) through all
  * segments, activation rows two at a time (the codes are widened again, from
  * L1, for a third row); a tile segment holding an e4m3 NaN code goes through
  * the widened buffer (exact NaN widening) and mk2x8 instead, same bits
@@ -280,15 +282,15 @@ X512_FN static int gemv_rows(const qmm_f32job *j, int64_t n0, int64_t n1) {
     const int block = w->scale_kind == WS_BLOCK, M = j->M;
     const float us = w->dtype == DT_F8E4M3 ? 256.0f : 1.0f;
     float *wbuf = NULL, *xbuf = NULL; /* allocated on the first NaN code */
-    for (int64_t nb0 = n0; nb0 < n1; nb0 += NT) {
-        const int64_t nb = n1 - nb0 < NT ? n1 - nb0 : NT;
+    int64_t nb0, st, nb; /* tile: rows nb0 + r st, r < nb (core/rowspread.h) */
+    for (int64_t t = 0; (nb = rs_tile(n0, n1, NT, j->spread, t, &nb0, &st)) > 0; t++) {
         const uint8_t *rows[NT];
         for (int64_t r = 0; r < NT; r++) /* missing rows alias row 0; dropped */
-            rows[r] = (const uint8_t *)w->data + (nb0 + (r < nb ? r : 0)) * w->ld;
+            rows[r] = (const uint8_t *)w->data + (nb0 + (r < nb ? r : 0) * st) * w->ld;
         __m256 acc[GEMV_MAX_M];
         for (int m = 0; m < M; m++) acc[m] = _mm256_setzero_ps();
         int64_t sidx[NT]; /* block layout: scale index of row r, segment g = sidx[r] + g */
-        for (int64_t r = 0; block && r < NT; r++) sidx[r] = (nb0 + (r < nb ? r : 0)) / w->bn * nseg;
+        for (int64_t r = 0; block && r < NT; r++) sidx[r] = (nb0 + (r < nb ? r : 0) * st) / w->bn * nseg;
         for (int64_t g = 0; g < nseg; g++) {
             const int64_t k0 = g * seg, len = K - k0 < seg ? K - k0 : seg;
             const uint8_t *rk[NT];
@@ -337,7 +339,7 @@ X512_FN static int gemv_rows(const qmm_f32job *j, int64_t n0, int64_t n1) {
             float a[NT] __attribute__((aligned(32)));
             _mm256_store_ps(a, acc[m]);
             for (int64_t r = 0; r < nb; r++) {
-                int64_t n = nb0 + r;
+                int64_t n = nb0 + r * st;
                 float v = a[r];
                 if (j->xs_mode == 1) v = v * j->xs[m];
                 if (!block) v = v * w_scale_at(w, n, 0);

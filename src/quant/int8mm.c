@@ -10,9 +10,9 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "core/rowspread.h"
 #include "quant/qmatmul.h"
 
-#define NB 64 /* output rows per panel */
 #define NR 4  /* output rows per micro-kernel */
 
 static int64_t seg_of(const dl_weight *w) { return w->scale_kind == WS_BLOCK ? w->bk : w->k; }
@@ -99,36 +99,35 @@ void int8mm_rows_ref(const qmm_i8job *j, int64_t n0, int64_t n1) {
         a[0] = NAME##_hsum(c0), a[1] = NAME##_hsum(c1), a[2] = NAME##_hsum(c2);                 \
         a[3] = NAME##_hsum(c3);                                                                 \
     }                                                                                           \
+    /* Tiles of NR rows (adjacent, or spread out when j->spread: core/rowspread.h), each    \
+     * multiplied with every activation row while it is in L1. */                             \
     __attribute__((target(TARGET))) void NAME(const qmm_i8job *j, int64_t n0, int64_t n1) {    \
         const dl_weight *w = j->w;                                                              \
         const int64_t K = w->k, seg = seg_of(w), ld = w->ld;                                    \
         const int block = w->scale_kind == WS_BLOCK;                                            \
-        for (int64_t nb0 = n0; nb0 < n1; nb0 += NB) {                                           \
-            int64_t nb = n1 - nb0 < NB ? n1 - nb0 : NB;                                         \
+        int64_t n, st, nr;                                                                      \
+        for (int64_t t = 0; (nr = rs_tile(n0, n1, NR, j->spread, t, &n, &st)) > 0; t++) {       \
+            /* a partial tile runs row by row (rows past the end are not read) */               \
+            int64_t rld = nr == NR ? st * ld : 0;                                               \
+            const int8_t *wr = (const int8_t *)w->data + n * ld;                                \
             for (int m = 0; m < j->M; m++) {                                                    \
                 const int8_t *xr = j->xq + (int64_t)m * j->qld;                                 \
-                for (int64_t r0 = 0; r0 < nb; r0 += NR) {                                       \
-                    int64_t nr = nb - r0 < NR ? nb - r0 : NR, n = nb0 + r0;                     \
-                    /* rows past the end alias the last row; their results are dropped */      \
-                    int64_t rld = nr == NR ? ld : 0;                                            \
-                    const int8_t *wr = (const int8_t *)w->data + n * ld;                        \
-                    float f[NR] = {0};                                                          \
-                    int32_t a[NR];                                                              \
-                    for (int64_t k0 = 0; k0 < K; k0 += seg) {                                   \
-                        int64_t len = K - k0 < seg ? K - k0 : seg;                              \
-                        if (rld) NAME##_dot(xr + k0, wr + k0, rld, len, a);                     \
-                        else                                                                    \
-                            for (int64_t r = 0; r < nr; r++) {                                  \
-                                int32_t t[NR];                                                  \
-                                NAME##_dot(xr + k0, wr + r * ld + k0, 0, len, t);               \
-                                a[r] = t[0];                                                    \
-                            }                                                                   \
-                        if (block)                                                              \
-                            for (int64_t r = 0; r < nr; r++) f[r] = blk_step(w, f[r], a[r], n + r, k0); \
-                    }                                                                           \
-                    for (int64_t r = 0; r < nr; r++)                                            \
-                        j->y[(int64_t)m * w->n + n + r] = finish(j, n + r, m, f[r], a[r]);       \
+                float f[NR] = {0};                                                              \
+                int32_t a[NR];                                                                  \
+                for (int64_t k0 = 0; k0 < K; k0 += seg) {                                       \
+                    int64_t len = K - k0 < seg ? K - k0 : seg;                                  \
+                    if (rld) NAME##_dot(xr + k0, wr + k0, rld, len, a);                         \
+                    else                                                                        \
+                        for (int64_t r = 0; r < nr; r++) {                                      \
+                            int32_t tt[NR];                                                     \
+                            NAME##_dot(xr + k0, wr + r * st * ld + k0, 0, len, tt);             \
+                            a[r] = tt[0];                                                       \
+                        }                                                                       \
+                    if (block)                                                                  \
+                        for (int64_t r = 0; r < nr; r++) f[r] = blk_step(w, f[r], a[r], n + r * st, k0); \
                 }                                                                               \
+                for (int64_t r = 0; r < nr; r++)                                                \
+                    j->y[(int64_t)m * w->n + n + r * st] = finish(j, n + r * st, m, f[r], a[r]); \
             }                                                                                   \
         }                                                                                       \
     }

@@ -77,7 +77,8 @@ typedef struct qmm_f32job {
     int xs_mode;        /* 0: none; 1: xs[m] applied at the end; 2: xs[m*nseg+g] per segment */
     int64_t seg;        /* K segment length (block bk, activation group, or 512) */
     int M;
-    float *y; /* [M, w->n] */
+    float *y;   /* [M, w->n] */
+    int spread; /* decode tiles take spread-out rows (core/rowspread.h; M <= 3 kernels) */
 } qmm_f32job;
 
 /* Output rows [n0, n1) for every m. Per (m, n): acc = sum over segments g of
@@ -103,6 +104,7 @@ typedef struct qmm_i8job {
     const uint8_t *xu; /* [M, qld] xq ^ 0x80 (= xq + 128), for the AVX-512 VNNI kernel; or NULL */
     int M;
     float *y;
+    int spread; /* decode tiles take spread-out rows (core/rowspread.h) */
 } qmm_i8job;
 
 /* Output rows [n0, n1): exact int32 dot per segment (segment = bk for

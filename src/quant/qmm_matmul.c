@@ -11,6 +11,8 @@
 
 #include "core/err.h"
 #include "core/kreg.h"
+#include "core/rowspread.h"
+#include "core/tpool.h"
 #include "quant/actq.h"
 #include "quant/qmatmul.h"
 
@@ -136,30 +138,42 @@ typedef struct {
     const qmm_f32job *fj;
     const qmm_i8job *ij;
     int kind; /* 0 ref, 1 avx2, 2 vnni, 3 avx512 (vnni512 for int8) */
+    int64_t panel; /* output rows per task: PANEL, or a spread chunk (rs_chunk_rows) */
     _Atomic int oom;
 } task_ctx;
 
 static void run_f32(void *p, size_t b, size_t e) {
     task_ctx *c = p;
-    int64_t n1 = (int64_t)e * PANEL < c->fj->w->n ? (int64_t)e * PANEL : c->fj->w->n;
-    int rc = c->kind == 3 ? fp8mm_rows_avx512(c->fj, (int64_t)b * PANEL, n1)
-             : c->kind    ? fp8mm_rows_avx2(c->fj, (int64_t)b * PANEL, n1)
-                          : fp8mm_rows_ref(c->fj, (int64_t)b * PANEL, n1);
+    int64_t n0 = (int64_t)b * c->panel;
+    int64_t n1 = (int64_t)e * c->panel < c->fj->w->n ? (int64_t)e * c->panel : c->fj->w->n;
+    int rc = c->kind == 3 ? fp8mm_rows_avx512(c->fj, n0, n1)
+             : c->kind    ? fp8mm_rows_avx2(c->fj, n0, n1)
+                          : fp8mm_rows_ref(c->fj, n0, n1);
     if (rc) atomic_store(&c->oom, 1);
 }
 
 static void run_i8(void *p, size_t b, size_t e) {
     task_ctx *c = p;
-    int64_t n0 = (int64_t)b * PANEL;
-    int64_t n1 = (int64_t)e * PANEL < c->ij->w->n ? (int64_t)e * PANEL : c->ij->w->n;
+    int64_t n0 = (int64_t)b * c->panel;
+    int64_t n1 = (int64_t)e * c->panel < c->ij->w->n ? (int64_t)e * c->panel : c->ij->w->n;
     if (c->kind == 3) int8mm_rows_avx512vnni(c->ij, n0, n1);
     else if (c->kind == 2) int8mm_rows_avxvnni(c->ij, n0, n1);
     else if (c->kind == 1) int8mm_rows_avx2(c->ij, n0, n1);
     else int8mm_rows_ref(c->ij, n0, n1);
 }
 
-static void run_tasks(tpool *tp, int64_t n, tp_fn fn, task_ctx *c) {
-    size_t ntask = (size_t)((n + PANEL - 1) / PANEL);
+/* Run fn over the weight's n output rows in tasks of c->panel rows; G > 0
+ * (rows per tile of the decode kernel that will run, which reads spread-out
+ * rows, core/rowspread.h) when spreading is on: larger tasks so the tile's
+ * parts lie far apart. Sets *spread. */
+static void run_tasks(tpool *tp, const dl_weight *w, int G, int *spread, tp_fn fn, task_ctx *c) {
+    const int64_t n = w->n;
+    c->panel = PANEL;
+    *spread = G > 0 && rs_use();
+    if (*spread)
+        c->panel = (int64_t)rs_chunk_rows((size_t)n, (size_t)w->ld * (size_t)dt_size(w->dtype), G,
+                                          tp_nthreads(tp));
+    size_t ntask = (size_t)((n + c->panel - 1) / c->panel);
     if (tp && ntask > 1) tp_run(tp, ntask, 1, fn, c);
     else fn(c, 0, ntask);
 }
@@ -196,7 +210,8 @@ static int qmm_run(float *y, const float *x, const dl_weight *w, int M, tpool *t
             j.xu = xu;
         } else if (!force_ref && cf.vnni && kreg_use(&K_I8_VNNI)) c.kind = 2;
         else c.kind = pick(&K_I8_AVX2, &K_I8_REF, avx2, force_ref);
-        run_tasks(tp, w->n, run_i8, &c);
+        /* the 4-row tile kernels (avx2, vnni) at decode sizes take spread-out rows */
+        run_tasks(tp, w, M < 4 && (c.kind == 1 || c.kind == 2) ? 4 : 0, &j.spread, run_i8, &c);
         free(xq), free(xs), free(xu);
         return 0;
     }
@@ -227,7 +242,12 @@ static int qmm_run(float *y, const float *x, const dl_weight *w, int M, tpool *t
     if (!force_ref && (big || !i8) && cf.avx512 && kreg_use(i8 ? &K_WO_512 : &K_F8_512)) c.kind = 3;
     else if (i8) c.kind = pick(&K_WO_AVX2, &K_WO_REF, avx2, force_ref);
     else c.kind = pick(&K_F8_AVX2, &K_F8_REF, avx2, force_ref);
-    run_tasks(tp, w->n, run_f32, &c);
+    /* decode kernels with spread-out tiles: the AVX-512 fp8 GEMV (8 rows, M <= 3) and the
+     * AVX2 kernel's 4-row panels (int8 weight-only at M = 1 runs there too) */
+    int G = 0;
+    if (M < 4 && c.kind == 3 && !i8) G = 8;
+    else if (M < 4 && c.kind == 1) G = 4;
+    run_tasks(tp, w, G, &j.spread, run_f32, &c);
     free(xw), free(xs);
     if (atomic_load(&c.oom)) return dl_err("qmm: out of memory in the matmul kernel");
     return 0;

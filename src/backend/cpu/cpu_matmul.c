@@ -23,6 +23,8 @@
 #include "core/err.h"
 #include "core/kreg.h"
 #include "core/log.h"
+#include "core/rowspread.h"
+#include "core/tpool.h"
 
 #if !CPU_HAVE_QMATMUL
 /* Fallback while src/quant provides no quantized matmul: a strong
@@ -46,6 +48,7 @@ typedef struct {
     const float *x;
     const dl_weight *w;
     int M;
+    int spread; /* decode rows visited spread out (core/rowspread.h) */
 } mm_ctx;
 
 /* Reference: double accumulation in k order, one output column per item. */
@@ -121,18 +124,44 @@ CPU_AVX2_INLINE __m256 wt_bf16(const void *p, size_t i, int r) {
         _Pragma("GCC unroll 4") for (int m = 0; m < MR; m++)                                     \
             _Pragma("GCC unroll 4") for (int n = 0; n < NR; n++) accp[m * astr + n] = acc[m][n]; \
     }                                                                                            \
-    /* GEMV tile: y[m, n..n+NR) for one x row over the whole k. */                                \
-    CPU_AVX2_INLINE void gv_##SUF(float *y, const float *x, size_t K, const char *w, size_t ldwb, \
-                                  const float *bias, const int NR) {                             \
+    /* GEMV tile: y[(n - n0) ys], n = weight rows w, w + ldwb, ... (NR of them), for one x row   \
+     * over the whole k; bias[0..NR) their biases. */                                            \
+    CPU_AVX2_INLINE void gv_##SUF(float *y, size_t ys, const float *x, size_t K, const char *w,  \
+                                  size_t ldwb, const float *bias, const int NR) {                \
         __m256 acc[4];                                                                           \
         _Pragma("GCC unroll 4") for (int n = 0; n < NR; n++) acc[n] = _mm256_setzero_ps();       \
         size_t K8 = K & ~(size_t)7;                                                              \
         mk_##SUF(acc, 0, x, 0, w, ldwb, 0, K8, (int)(K - K8), 1, NR);                            \
-        _Pragma("GCC unroll 4") for (int n = 0; n < NR; n++) y[n] = cpu_hsum(acc[n]) + bias[n];  \
+        _Pragma("GCC unroll 4") for (int n = 0; n < NR; n++)                                     \
+            y[(size_t)n * ys] = cpu_hsum(acc[n]) + bias[n];                                      \
+    }                                                                                            \
+    /* Decode (M < 4) chunk [n0, n1) with row spreading (core/rowspread.h): 4-row tiles of rows  \
+     * q = (n1 - n0) / 4 apart, then the leftover rows one at a time; each output as in mm_. */  \
+    CPU_AVX2 static void mm_##SUF##_spread(const mm_ctx *c, size_t n0, size_t n1) {              \
+        const dl_weight *w = c->w;                                                               \
+        size_t K = (size_t)w->k, N = (size_t)w->n, M = (size_t)c->M;                             \
+        size_t ldwb = (size_t)w->ld * dt_size(w->dtype), q = (n1 - n0) / 4;                      \
+        const char *wd = w->data;                                                                \
+        for (size_t t = 0; t < q; t++) {                                                         \
+            size_t n = n0 + t;                                                                   \
+            float b[4];                                                                          \
+            for (size_t g = 0; g < 4; g++) b[g] = w_bias_at(w, (int64_t)(n + g * q));            \
+            for (size_t r = 0; r < M; r++)                                                       \
+                gv_##SUF(c->y + r * N + n, q, c->x + r * K, K, wd + n * ldwb, q * ldwb, b, 4);   \
+        }                                                                                        \
+        for (size_t n = n0 + 4 * q; n < n1; n++) {                                               \
+            float b = w_bias_at(w, (int64_t)n);                                                  \
+            for (size_t r = 0; r < M; r++)                                                       \
+                gv_##SUF(c->y + r * N + n, 1, c->x + r * K, K, wd + n * ldwb, ldwb, &b, 1);      \
+        }                                                                                        \
     }                                                                                            \
     /* Chunk [n0, n1) of output columns for all M rows. */                                       \
     CPU_AVX2 static void mm_##SUF(void *ctx, size_t n0, size_t n1) {                             \
         const mm_ctx *c = ctx;                                                                   \
+        if (c->spread) {                                                                         \
+            mm_##SUF##_spread(c, n0, n1);                                                        \
+            return;                                                                              \
+        }                                                                                        \
         const dl_weight *w = c->w;                                                               \
         size_t K = (size_t)w->k, N = (size_t)w->n, M = (size_t)c->M, K8 = K & ~(size_t)7;        \
         int tail = (int)(K - K8);                                                                \
@@ -169,11 +198,11 @@ CPU_AVX2_INLINE __m256 wt_bf16(const void *p, size_t i, int r) {
             size_t n = nb;                                                                       \
             for (; n + 4 <= ne; n += 4)                                                          \
                 for (size_t r = m; r < M; r++)                                                   \
-                    gv_##SUF(c->y + r * N + n, c->x + r * K, K, wd + n * ldwb, ldwb,             \
+                    gv_##SUF(c->y + r * N + n, 1, c->x + r * K, K, wd + n * ldwb, ldwb,          \
                              bias + (n - nb), 4);                                                \
             for (; n < ne; n++)                                                                  \
                 for (size_t r = m; r < M; r++)                                                   \
-                    gv_##SUF(c->y + r * N + n, c->x + r * K, K, wd + n * ldwb, ldwb,             \
+                    gv_##SUF(c->y + r * N + n, 1, c->x + r * K, K, wd + n * ldwb, ldwb,          \
                              bias + (n - nb), 1);                                                \
         }                                                                                        \
     }
@@ -218,10 +247,15 @@ void cpu_matmul(cpu_state *st, float *y, const float *x, const dl_weight *w, int
         return;
     }
     if (M <= 0 || w->n <= 0) return;
-    mm_ctx c = {y, x, w, M};
+    mm_ctx c = {y, x, w, M, 0};
     if (st->avx2 && ffn && kreg_use(fast)) {
         /* Chunks of output columns; multiples of 4 keep the micro-kernels full. */
         size_t grain = M < 4 ? 16 : 32;
+        if (M < 4 && rs_use()) {
+            c.spread = 1;
+            grain = rs_chunk_rows((size_t)w->n, (size_t)w->ld * dt_size(w->dtype), 4,
+                                  tp_nthreads(st->tp));
+        }
         tp_run(st->tp, (size_t)w->n, grain, ffn, &c);
     } else {
         kreg_hit(ref);
