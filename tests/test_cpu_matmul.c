@@ -115,8 +115,9 @@ static void check_invariance(dl_backend *be, dl_backend *be1, dl_dtype t, int Mb
     free_w(&w);
 }
 
-/* Decode GEMVs (M < 4) with row spreading (cpu.gemv.spread) give the bits
- * of adjacent-row tiles, on 2 threads and on 1, and the switch routes. */
+/* Decode GEMVs and small batches (M <= 8) with row spreading
+ * (cpu.gemv.spread) give the bits of adjacent-row tiles, on 2 threads and
+ * on 1, and the switch routes. */
 static void check_spread(dl_backend *be, dl_backend *be1, dl_dtype t, int M, int n, int k, int ld) {
     dl_weight w = make_w(n, k, ld, t, (n & 1), DT_BF16);
     float *x = malloc((size_t)M * k * 4), *ys = malloc((size_t)M * n * 4), *ya = malloc((size_t)M * n * 4);
@@ -248,7 +249,7 @@ int main(void) {
     static const int sp[][3] = {{3, 64, 64}, {67, 131, 131}, {1030, 300, 301}, {4099, 72, 72},
                                 {3001, 1029, 1029}};
     for (int ti = 0; ti < 3; ti++)
-        for (int M = 1; M <= 3; M++)
+        for (int M = 1; M <= 8; M++)
             for (size_t si = 0; si < sizeof sp / sizeof *sp; si++)
                 check_spread(be, be1, ts[ti], M, sp[si][0], sp[si][1], sp[si][2]);
     /* big shape: threads actually split N */

@@ -36,6 +36,10 @@ __attribute__((weak)) int qmm_matmul(float *y, const float *x, const dl_weight *
 }
 #endif
 
+/* Batches up to this M are memory-bound: their tiles take spread-out rows
+ * (core/rowspread.h); larger M use the k-blocked prefill tiles. */
+enum { MM_SPREAD_MAX_M = 8 };
+
 static kreg_kernel K_f32 = KREG_KERNEL("cpu.matmul.f32.avx2", "AVX2 f32-weight GEMV/GEMM");
 static kreg_kernel K_f16 = KREG_KERNEL("cpu.matmul.f16.avx2", "AVX2/F16C f16-weight GEMV/GEMM");
 static kreg_kernel K_bf16 = KREG_KERNEL("cpu.matmul.bf16.avx2", "AVX2 bf16-weight GEMV/GEMM");
@@ -155,11 +159,48 @@ CPU_AVX2_INLINE __m256 wt_bf16(const void *p, size_t i, int r) {
                 gv_##SUF(c->y + r * N + n, 1, c->x + r * K, K, wd + n * ldwb, ldwb, &b, 1);      \
         }                                                                                        \
     }                                                                                            \
+    /* Batched decode (4 <= M <= MM_SPREAD_MAX_M) chunk [n0, n1) with row spreading: 2-row      \
+     * tiles of rows (n1 - n0) / 2 apart, each through the 4x2 micro-kernel over the whole k    \
+     * for 4 x rows at a time (the last M mod 4 rows in one narrower pass); each output as in   \
+     * mm_ (one accumulator in k order, same tail step and horizontal sum). */                  \
+    CPU_AVX2 static void mm_##SUF##_spread_b(const mm_ctx *c, size_t n0, size_t n1) {            \
+        const dl_weight *w = c->w;                                                               \
+        size_t K = (size_t)w->k, N = (size_t)w->n, M = (size_t)c->M, K8 = K & ~(size_t)7;        \
+        int tail = (int)(K - K8);                                                                \
+        size_t ldwb = (size_t)w->ld * dt_size(w->dtype);                                         \
+        const char *wd = w->data;                                                                \
+        int64_t n, st, nr;                                                                       \
+        for (int64_t t = 0; (nr = rs_tile((int64_t)n0, (int64_t)n1, 2, 1, t, &n, &st)) > 0; t++) { \
+            const char *wt = wd + (size_t)n * ldwb;                                              \
+            size_t wst = (size_t)st * ldwb;                                                      \
+            float b[2] = {w_bias_at(w, n), nr > 1 ? w_bias_at(w, n + st) : 0.0f};                \
+            for (size_t m0 = 0; m0 < M; m0 += 4) {                                               \
+                __m256 acc[8];                                                                   \
+                for (int i = 0; i < 8; i++) acc[i] = _mm256_setzero_ps();                        \
+                const float *xm = c->x + m0 * K;                                                 \
+                int mr = M - m0 < 4 ? (int)(M - m0) : 4;                                         \
+                switch ((mr - 1) * 2 + (int)nr - 1) { /* constant MR, NR for each micro-kernel */      \
+                case 0: mk_##SUF(acc, 2, xm, K, wt, wst, 0, K8, tail, 1, 1); break;              \
+                case 1: mk_##SUF(acc, 2, xm, K, wt, wst, 0, K8, tail, 1, 2); break;              \
+                case 2: mk_##SUF(acc, 2, xm, K, wt, wst, 0, K8, tail, 2, 1); break;              \
+                case 3: mk_##SUF(acc, 2, xm, K, wt, wst, 0, K8, tail, 2, 2); break;              \
+                case 4: mk_##SUF(acc, 2, xm, K, wt, wst, 0, K8, tail, 3, 1); break;              \
+                case 5: mk_##SUF(acc, 2, xm, K, wt, wst, 0, K8, tail, 3, 2); break;              \
+                case 6: mk_##SUF(acc, 2, xm, K, wt, wst, 0, K8, tail, 4, 1); break;              \
+                default: mk_##SUF(acc, 2, xm, K, wt, wst, 0, K8, tail, 4, 2); break;             \
+                }                                                                                \
+                for (int i = 0; i < mr; i++)                                                     \
+                    for (int j = 0; j < (int)nr; j++)                                            \
+                        c->y[(m0 + (size_t)i) * N + (size_t)(n + j * st)] = cpu_hsum(acc[i * 2 + j]) + b[j]; \
+            }                                                                                    \
+        }                                                                                        \
+    }                                                                                            \
     /* Chunk [n0, n1) of output columns for all M rows. */                                       \
     CPU_AVX2 static void mm_##SUF(void *ctx, size_t n0, size_t n1) {                             \
         const mm_ctx *c = ctx;                                                                   \
         if (c->spread) {                                                                         \
-            mm_##SUF##_spread(c, n0, n1);                                                        \
+            if (c->M < 4) mm_##SUF##_spread(c, n0, n1);                                          \
+            else mm_##SUF##_spread_b(c, n0, n1);                                                 \
             return;                                                                              \
         }                                                                                        \
         const dl_weight *w = c->w;                                                               \
@@ -251,9 +292,9 @@ void cpu_matmul(cpu_state *st, float *y, const float *x, const dl_weight *w, int
     if (st->avx2 && ffn && kreg_use(fast)) {
         /* Chunks of output columns; multiples of 4 keep the micro-kernels full. */
         size_t grain = M < 4 ? 16 : 32;
-        if (M < 4 && rs_use()) {
+        if (M <= MM_SPREAD_MAX_M && rs_use()) {
             c.spread = 1;
-            grain = rs_chunk_rows((size_t)w->n, (size_t)w->ld * dt_size(w->dtype), 4,
+            grain = rs_chunk_rows((size_t)w->n, (size_t)w->ld * dt_size(w->dtype), M < 4 ? 4 : 2,
                                   tp_nthreads(st->tp));
         }
         tp_run(st->tp, (size_t)w->n, grain, ffn, &c);
