@@ -305,7 +305,8 @@ static void test_invariance(tpool *tp) {
 /* Decode sizes (M = 1..3): the kernels that read spread-out rows
  * (cpu.gemv.spread, core/rowspread.h) give bitwise the results of adjacent
  * rows, with the AVX-512 kernels on and off (the AVX2 fp8 / int8 kernels),
- * on 3 threads and on 1, and count where they spread. */
+ * on 3 threads and on 1, and count where they spread (and that M = 4..6
+ * does not). */
 static void test_spread(tpool *tp) {
     const int64_t shapes[][3] = {{3, 64, 0}, {67, 129, 3}, {1030, 300, 5}, {3001, 130, 0}};
     const unsigned cf = qmm_cpu_features();
@@ -319,18 +320,19 @@ static void test_spread(tpool *tp) {
             tw_make(&t, n, k, (int)shapes[si][2], F->dt, F->kind, F->bn, F->bk, F->bf16, (int)(si & 1), &s);
             t.w.actq = F->actq;
             t.w.act_scale = 0.02f;
-            for (int M = 1; M <= 3; M++) {
+            for (int M = 1; M <= 6; M++) {
                 float *x = malloc(sizeof(float) * M * k), *ys = malloc(sizeof(float) * M * n);
                 float *ya = malloc(sizeof(float) * M * n), *y1 = malloc(sizeof(float) * M * n);
                 for (int64_t i = 0; i < M * k; i++) x[i] = tu_randf(&s);
                 for (int no512 = 0; no512 < 2; no512++) {
                     kreg_reset_switches();
-                    if (no512) kreg_disable("cpu.qmm.fp8.avx512,cpu.qmm.i8wo.avx512");
-                    /* every fast decode kernel spreads but the AVX-512 int8
-                     * weight-only tiles (M >= 2) */
-                    int expect = (cf & QMM_CPU_AVX2) &&
-                                 !(F->dt == DT_I8 && F->actq == ACT_NATIVE && M >= 2 && !no512 &&
-                                   (cf & QMM_CPU_AVX512));
+                    if (no512)
+                        kreg_disable("cpu.qmm.fp8.avx512,cpu.qmm.i8wo.avx512,cpu.qmm.int8.avx512vnni");
+                    /* which kernels spread: every fast one at M <= 3 but the
+                     * AVX-512 int8 weight-only tiles (M >= 2); none at M >= 4 */
+                    int avx512 = !no512 && (cf & QMM_CPU_AVX512);
+                    int expect = M <= 3 && !(F->dt == DT_I8 && F->actq == ACT_NATIVE && M >= 2 && avx512) &&
+                                 (cf & QMM_CPU_AVX2);
                     uint64_t c0 = kreg_count("cpu.gemv.spread");
                     if (qmm_matmul(ys, x, &t.w, M, tp) || qmm_matmul(y1, x, &t.w, M, NULL)) bad += 1000;
                     if (kreg_count("cpu.gemv.spread") != c0 + 2 * (uint64_t)expect) uncounted++;

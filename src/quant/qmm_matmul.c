@@ -210,7 +210,8 @@ static int qmm_run(float *y, const float *x, const dl_weight *w, int M, tpool *t
             j.xu = xu;
         } else if (!force_ref && cf.vnni && kreg_use(&K_I8_VNNI)) c.kind = 2;
         else c.kind = pick(&K_I8_AVX2, &K_I8_REF, avx2, force_ref);
-        /* the 4-row tile kernels (avx2, vnni) at decode sizes take spread-out rows */
+        /* the 4-row tile kernels (avx2, vnni) at decode sizes take spread-out rows (the
+         * AVX-512 VNNI panels at M = 4..8 measured slower spread: not done there) */
         run_tasks(tp, w, M < 4 && (c.kind == 1 || c.kind == 2) ? 4 : 0, &j.spread, run_i8, &c);
         free(xq), free(xs), free(xu);
         return 0;
