@@ -351,6 +351,46 @@ static void test_spread(tpool *tp) {
     }
 }
 
+/* The AVX-512 e4m3 GEMV's table widening (cpu.qmm.fp8.avx512vbmi, VBMI
+ * CPUs) against the fp16 widening: every non-NaN code in every position of
+ * a tile (rows of codes (r * 37 + k) mod 256), M = 1..3, segment tails,
+ * block and channel scales: bitwise; and the switch routes. */
+static void test_vbmi(tpool *tp) {
+    const unsigned cf = qmm_cpu_features();
+    uint64_t s = g_seed ^ 8;
+    const int64_t n = 19, k = 300;
+    uint8_t *codes = malloc((size_t)(n * k));
+    float sc[64];
+    for (int64_t r = 0; r < n; r++)
+        for (int64_t i = 0; i < k; i++) {
+            uint8_t c = (uint8_t)((r * 37 + i) % 256);
+            codes[r * k + i] = (c & 0x7f) == 0x7f ? 0 : c; /* NaN codes take the exact path */
+        }
+    for (int i = 0; i < 64; i++) sc[i] = 0.5f + tu_randf(&s);
+    for (int kind = 0; kind < 2; kind++) {
+        dl_weight w = {.name = "vbmi", .dtype = DT_F8E4M3, .n = n, .k = k, .ld = k, .data = codes,
+                       .scale_kind = kind ? WS_BLOCK : WS_CHANNEL, .scale_dtype = DT_F32, .scale = sc,
+                       .bn = 7, .bk = 128, .actq = ACT_NATIVE};
+        for (int M = 1; M <= 3; M++) {
+            float x[3 * 300], y0[3 * 19], y1[3 * 19];
+            for (int i = 0; i < M * k; i++) x[i] = tu_randf(&s) * (i % 5 ? 1.0f : 30.0f);
+            kreg_reset_switches();
+            uint64_t c0 = kreg_count("cpu.qmm.fp8.avx512vbmi");
+            int rc = qmm_matmul(y0, x, &w, M, tp);
+            int ran = kreg_count("cpu.qmm.fp8.avx512vbmi") == c0 + 1;
+            CHECKF(ran == !!(cf & QMM_CPU_VBMI), "M=%d: vbmi kernel ran %d, CPU has VBMI %d", M, ran,
+                   !!(cf & QMM_CPU_VBMI));
+            kreg_disable("cpu.qmm.fp8.avx512vbmi");
+            rc |= qmm_matmul(y1, x, &w, M, tp);
+            CHECKF(kreg_count("cpu.qmm.fp8.avx512vbmi") == c0 + (uint64_t)ran, "disabled vbmi counted");
+            kreg_reset_switches();
+            CHECKF(!rc && !memcmp(y0, y1, sizeof(float) * (size_t)(M * n)),
+                   "scales %s M=%d: table widening != fp16 widening", kind ? "block" : "channel", M);
+        }
+    }
+    free(codes);
+}
+
 /* fp8 weights holding NaN codes (0x7f / 0xff e4m3, 0x7f.. e5m2): the
  * outputs that read one are NaN in every kernel, the others keep the same
  * bits (the AVX-512 GEMV recomputes such tile segments on the exact path). */
@@ -503,6 +543,7 @@ int main(void) {
     test_matmul(tp);
     test_invariance(tp);
     test_spread(tp);
+    test_vbmi(tp);
     test_nan_codes(tp);
     test_int8_extreme();
     test_switches();

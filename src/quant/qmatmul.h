@@ -63,6 +63,7 @@ int qmm_quantize_weight(dl_weight *w, const float *src, int64_t n, int64_t k, in
 #define QMM_CPU_VNNI 2    /* AVX-VNNI (VEX vpdpbusd) */
 #define QMM_CPU_AVX512 4  /* avx512 f + vl + dq + bw with OS ZMM support */
 #define QMM_CPU_VNNI512 8 /* AVX512-VNNI on top of QMM_CPU_AVX512 */
+#define QMM_CPU_VBMI 16   /* AVX512-VBMI (vpermb, vpermi2b) on top of QMM_CPU_AVX512 */
 unsigned qmm_cpu_features(void);
 
 /* ------------------------------------------------------------------------
@@ -79,6 +80,7 @@ typedef struct qmm_f32job {
     int M;
     float *y;   /* [M, w->n] */
     int spread; /* decode tiles take spread-out rows (core/rowspread.h; M <= 3 kernels) */
+    int vbmi;   /* AVX-512 fp8 GEMV (e4m3, M <= 3): widen through vpermi2b tables */
 } qmm_f32job;
 
 /* Output rows [n0, n1) for every m. Per (m, n): acc = sum over segments g of

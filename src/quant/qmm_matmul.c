@@ -18,6 +18,7 @@
 
 static kreg_kernel K_I8_V512 = KREG_KERNEL("cpu.qmm.int8.avx512vnni", "W8A8 int8 dot, AVX-512 VNNI 4x6 tiles (M >= 4)");
 static kreg_kernel K_F8_512 = KREG_KERNEL("cpu.qmm.fp8.avx512", "fp8 weights, AVX-512: 8-row zmm GEMV (M <= 3), 6x8 register tiles");
+static kreg_kernel K_F8_VBMI = KREG_KERNEL("cpu.qmm.fp8.avx512vbmi", "e4m3 weights, AVX-512 GEMV (M <= 3) widening through vpermi2b tables (same bits)");
 static kreg_kernel K_WO_512 = KREG_KERNEL("cpu.qmm.i8wo.avx512", "int8 weights x fp32 activations, AVX-512 tiles (M >= 2)");
 static kreg_kernel K_I8_VNNI = KREG_KERNEL("cpu.qmm.int8.avxvnni", "W8A8 int8 dot, AVX-VNNI vpdpbusd");
 static kreg_kernel K_I8_AVX2 = KREG_KERNEL("cpu.qmm.int8.avx2", "W8A8 int8 dot, AVX2 maddubs/madd");
@@ -41,6 +42,7 @@ typedef struct {
     int vnni;   /* AVX-VNNI (256-bit vpdpbusd, VEX) */
     int avx512; /* avx512 f/vl/dq/bw, ZMM state enabled */
     int vnni512; /* avx512 + AVX512-VNNI */
+    int vbmi;    /* avx512 + AVX512-VBMI */
 } cpu_feats;
 
 static cpu_feats detect(void) {
@@ -63,6 +65,7 @@ static cpu_feats detect(void) {
     f.avx512 = zmm_os && ((b7 >> 16) & 1) && ((b7 >> 17) & 1) && ((b7 >> 30) & 1) &&
                ((b7 >> 31) & 1);
     f.vnni512 = f.avx512 && ((c7 >> 11) & 1);
+    f.vbmi = f.avx512 && ((c7 >> 1) & 1);
 #endif
     return f;
 }
@@ -74,7 +77,8 @@ unsigned qmm_cpu_features(void) {
     if (v < 0) {
         cpu_feats t = detect();
         v = (t.avx2 ? QMM_CPU_AVX2 : 0) | (t.vnni ? QMM_CPU_VNNI : 0) |
-            (t.avx512 ? QMM_CPU_AVX512 : 0) | (t.vnni512 ? QMM_CPU_VNNI512 : 0);
+            (t.avx512 ? QMM_CPU_AVX512 : 0) | (t.vnni512 ? QMM_CPU_VNNI512 : 0) |
+            (t.vbmi ? QMM_CPU_VBMI : 0);
         atomic_store(&bits, v);
     }
     return (unsigned)v;
@@ -83,7 +87,8 @@ unsigned qmm_cpu_features(void) {
 static cpu_feats feats(void) {
     unsigned v = qmm_cpu_features();
     return (cpu_feats){.avx2 = !!(v & QMM_CPU_AVX2), .vnni = !!(v & QMM_CPU_VNNI),
-                       .avx512 = !!(v & QMM_CPU_AVX512), .vnni512 = !!(v & QMM_CPU_VNNI512)};
+                       .avx512 = !!(v & QMM_CPU_AVX512), .vnni512 = !!(v & QMM_CPU_VNNI512),
+                       .vbmi = !!(v & QMM_CPU_VBMI)};
 }
 
 /* Pick fast (counting it) or reference (counting that); force_ref: the
@@ -248,6 +253,8 @@ static int qmm_run(float *y, const float *x, const dl_weight *w, int M, tpool *t
     int G = 0;
     if (M < 4 && c.kind == 3 && !i8) G = 8;
     else if (M < 4 && c.kind == 1) G = 4;
+    /* the AVX-512 e4m3 GEMV widens through byte tables where VBMI exists */
+    if (c.kind == 3 && w->dtype == DT_F8E4M3 && M <= 3 && cf.vbmi && kreg_use(&K_F8_VBMI)) j.vbmi = 1;
     run_tasks(tp, w, G, &j.spread, run_f32, &c);
     free(xw), free(xs);
     if (atomic_load(&c.oom)) return dl_err("qmm: out of memory in the matmul kernel");
