@@ -182,85 +182,26 @@ X512_FN static inline __m512 reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3)
     return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 4, 8, 12, 1, 5, 9, 13), r);
 }
 
-/* Small M (1 or 2 activation rows, MX): segment dots of x rows x[0, len)
- * and x[xld, xld + len) with 8 weight rows r[0..7] (codes at the segment
- * start), widened in registers, two weight rows per zmm: per output the FMA
- * sequence of the widened-buffer kernels (ceil(len / 8) FMAs in k order,
- * the last chunk zero-padded). *p: MX = 1: outputs in lanes 0..7; MX = 2:
- * [row 0: 8 outputs | row 1: 8 outputs]. Returns 1 (and leaves *p
- * undefined) when an e4m3 NaN code was met: the caller recomputes with the
- * exact widening. */
-X512_FN static inline __attribute__((always_inline)) int gemv8_t(dl_dtype dt, int MX, const uint8_t *const *r, const float *x,
-                                  int64_t xld, int64_t len, __m512 *p) {
-    __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, d0 = c0, d1 = c0, d2 = c0, d3 = c0;
-    __m256i mx = _mm256_setzero_si256();
-    const __m256i hb = _mm256_set1_epi8((char)0x80);
-    const uint8_t *r0 = r[0], *r1 = r[1], *r2 = r[2], *r3 = r[3], *r4 = r[4], *r5 = r[5],
-                  *r6 = r[6], *r7 = r[7];
-    const float *xb = x + (MX == 2 ? xld : 0);
-    int64_t k = 0;
-    /* one weight row pair, 32 codes each: chunks 0..3 of 8 go to the
-     * accumulators in k order; FULL = 0 masks the codes and skips chunks
-     * past len */
-#define FMA4(acc, u0, u1, u2, u3)                                                           \
-    acc = _mm512_fmadd_ps(u0, f0, acc);                                                    \
-    if (FULL || rem > 8) acc = _mm512_fmadd_ps(u1, f1, acc);                               \
-    if (FULL || rem > 16) acc = _mm512_fmadd_ps(u2, f2, acc);                              \
-    if (FULL || rem > 24) acc = _mm512_fmadd_ps(u3, f3, acc);
-#define PAIR(acc, acc2, ra, rb)                                                            \
-    {                                                                                      \
-        __m256i a = FULL ? _mm256_loadu_si256((const __m256i *)(ra + k))                   \
-                         : _mm256_maskz_loadu_epi8(mk, ra + k);                            \
-        __m256i b = FULL ? _mm256_loadu_si256((const __m256i *)(rb + k))                   \
-                         : _mm256_maskz_loadu_epi8(mk, rb + k);                            \
-        if (dt == DT_F8E4M3)                                                               \
-            mx = _mm256_max_epu8(                                                          \
-                mx, _mm256_max_epu8(_mm256_or_si256(a, hb), _mm256_or_si256(b, hb)));      \
-        __m512i wl = words32(dt, _mm256_unpacklo_epi64(a, b));                             \
-        __m512i wh = words32(dt, _mm256_unpackhi_epi64(a, b));                             \
-        __m512 f0 = _mm512_cvtph_ps(_mm512_castsi512_si256(wl));                            \
-        __m512 f1 = _mm512_cvtph_ps(_mm512_castsi512_si256(wh));                            \
-        __m512 f2 = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(wl, 1));                      \
-        __m512 f3 = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(wh, 1));                      \
-        FMA4(acc, x0, x1, x2, x3)                                                          \
-        if (MX == 2) {                                                                     \
-            FMA4(acc2, y0, y1, y2, y3)                                                     \
-        }                                                                                  \
-    }
-#define ALL_PAIRS PAIR(c0, d0, r0, r1) PAIR(c1, d1, r2, r3) PAIR(c2, d2, r4, r5) PAIR(c3, d3, r6, r7)
-#define XF(v, i) _mm512_broadcast_f32x8(_mm256_loadu_ps(v + k + 8 * i))
-    for (; k + 32 <= len; k += 32) {
-        enum { FULL = 1 };
-        const int64_t rem = 32;
-        const __mmask32 mk = ~(__mmask32)0;
-        (void)rem, (void)mk;
-        __m512 x0 = XF(x, 0), x1 = XF(x, 1), x2 = XF(x, 2), x3 = XF(x, 3);
-        __m512 y0 = x0, y1 = x1, y2 = x2, y3 = x3;
-        if (MX == 2) y0 = XF(xb, 0), y1 = XF(xb, 1), y2 = XF(xb, 2), y3 = XF(xb, 3);
-        ALL_PAIRS
-    }
-#undef XF
-    if (k < len) {
-        enum { FULL = 0 };
-        const int64_t rem = len - k;
-        const __mmask32 mk = (__mmask32)(((uint64_t)1 << rem) - 1);
-#define XC(v, i)                                                                                \
-    _mm512_broadcast_f32x8(_mm256_maskz_loadu_ps(                                               \
-        rem > 8 * i ? (__mmask8)(rem - 8 * i >= 8 ? 0xff : (1u << (rem - 8 * i)) - 1) : 0,      \
-        v + k + 8 * i))
-        __m512 x0 = XC(x, 0), x1 = XC(x, 1), x2 = XC(x, 2), x3 = XC(x, 3);
-        __m512 y0 = x0, y1 = x1, y2 = x2, y3 = x3;
-        if (MX == 2) y0 = XC(xb, 0), y1 = XC(xb, 1), y2 = XC(xb, 2), y3 = XC(xb, 3);
-#undef XC
-        ALL_PAIRS
-    }
-#undef ALL_PAIRS
-#undef PAIR
-#undef FMA4
-    if (dt == DT_F8E4M3 && _mm256_cmpeq_epi8_mask(mx, _mm256_set1_epi8((char)0xff))) return 1;
-    *p = MX == 2 ? reduce8(c0, d0, c1, d1, c2, d2, c3, d3) : reduce4(c0, c1, c2, c3);
-    return 0;
-}
+/* gemv8_t: the fp16 widening (any AVX-512 CPU). The sign-extended code
+ * shifted left by 7 with bit 14 cleared (words32) is the fp16 of the value
+ * * 2^-8; two rows' codes interleaved per 8 make each vcvtph2ps zmm one
+ * [row 2p | row 2p+1] chunk. */
+#define G8_NAME gemv8_t
+#define G8_FN X512_FN
+#define G8_SETUP
+#define G8_WIDEN(a, b)                                                                      \
+    __m512i wl = words32(dt, _mm256_unpacklo_epi64(a, b));                                 \
+    __m512i wh = words32(dt, _mm256_unpackhi_epi64(a, b));                                 \
+    __m512 f0 = _mm512_cvtph_ps(_mm512_castsi512_si256(wl));                                \
+    __m512 f1 = _mm512_cvtph_ps(_mm512_castsi512_si256(wh));                                \
+    __m512 f2 = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(wl, 1));                          \
+    __m512 f3 = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(wh, 1));
+#include "quant/fp8mm_gemv8.h"
+#undef G8_NAME
+#undef G8_FN
+#undef G8_SETUP
+#undef G8_WIDEN
+
 
 #define X512V_FN __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx512vbmi,avx2,fma,f16c")))
 
@@ -294,91 +235,41 @@ static const uint8_t VB_PERM[64] = {
     14, 15, 20, 21, 22, 23, 28, 29, 30, 31, 32, 33, 34, 35, 40, 41, 42, 43, 48, 49, 50, 51,
     56, 57, 58, 59, 36, 37, 38, 39, 44, 45, 46, 47, 52, 53, 54, 55, 60, 61, 62, 63};
 
-/* gemv8_t for e4m3 with the table widening (AVX512-VBMI): per row pair and
+/* gemv8v_t: e4m3 with the table widening (AVX512-VBMI): per row pair and
  * 32 k, one vpermb puts the 64 codes in unpack order, two vpermi2b give the
  * bf16 bytes of value * 2^-8 (its sign OR-ed in from the code), and byte /
  * word unpacks with zero make the four fp32 chunk vectors: the same fp32
- * values as the fp16 widening (both exact), the same FMAs in the same
- * order, so the same bits; no vcvtph2ps. Same contract as gemv8_t. */
-X512V_FN static inline __attribute__((always_inline)) int gemv8v_t(int MX, const uint8_t *const *r, const float *x, int64_t xld,
-                                    int64_t len, __m512 *p) {
-    __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, d0 = c0, d1 = c0, d2 = c0, d3 = c0;
-    __m256i mx = _mm256_setzero_si256();
-    const __m256i hb = _mm256_set1_epi8((char)0x80);
-    const __m512i th0 = _mm512_loadu_si512(VB_HI), th1 = _mm512_loadu_si512(VB_HI + 64);
-    const __m512i tl0 = _mm512_loadu_si512(VB_LO), tl1 = _mm512_loadu_si512(VB_LO + 64);
-    const __m512i perm = _mm512_loadu_si512(VB_PERM), sg = _mm512_set1_epi8((char)0x80);
+ * values as the fp16 widening (both exact), so the same bits; no
+ * vcvtph2ps. Called with dt = DT_F8E4M3 only. */
+#define G8_NAME gemv8v_t
+#define G8_FN X512V_FN
+#define G8_SETUP                                                                            \
+    const __m512i th0 = _mm512_loadu_si512(VB_HI), th1 = _mm512_loadu_si512(VB_HI + 64);   \
+    const __m512i tl0 = _mm512_loadu_si512(VB_LO), tl1 = _mm512_loadu_si512(VB_LO + 64);   \
+    const __m512i perm = _mm512_loadu_si512(VB_PERM), sg = _mm512_set1_epi8((char)0x80);   \
     const __m512i z = _mm512_setzero_si512();
-    const uint8_t *r0 = r[0], *r1 = r[1], *r2 = r[2], *r3 = r[3], *r4 = r[4], *r5 = r[5],
-                  *r6 = r[6], *r7 = r[7];
-    const float *xb = x + (MX == 2 ? xld : 0);
-    int64_t k = 0;
-#define FMA4(acc, u0, u1, u2, u3)                                                           \
-    acc = _mm512_fmadd_ps(u0, f0, acc);                                                    \
-    if (FULL || rem > 8) acc = _mm512_fmadd_ps(u1, f1, acc);                               \
-    if (FULL || rem > 16) acc = _mm512_fmadd_ps(u2, f2, acc);                              \
-    if (FULL || rem > 24) acc = _mm512_fmadd_ps(u3, f3, acc);
-#define PAIR(acc, acc2, ra, rb)                                                            \
-    {                                                                                      \
-        __m256i a = FULL ? _mm256_loadu_si256((const __m256i *)(ra + k))                   \
-                         : _mm256_maskz_loadu_epi8(mk, ra + k);                            \
-        __m256i b = FULL ? _mm256_loadu_si256((const __m256i *)(rb + k))                   \
-                         : _mm256_maskz_loadu_epi8(mk, rb + k);                            \
-        mx = _mm256_max_epu8(mx, _mm256_max_epu8(_mm256_or_si256(a, hb), _mm256_or_si256(b, hb))); \
-        __m512i q = _mm512_permutexvar_epi8(perm, _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1)); \
-        __m512i hi = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(th0, q, th1), q, sg, 0xf8); \
-        __m512i lo = _mm512_permutex2var_epi8(tl0, q, tl1);                                \
-        __m512i w0 = _mm512_unpacklo_epi8(lo, hi), w1 = _mm512_unpackhi_epi8(lo, hi);      \
-        __m512 f0 = _mm512_castsi512_ps(_mm512_unpacklo_epi16(z, w0));                     \
-        __m512 f1 = _mm512_castsi512_ps(_mm512_unpackhi_epi16(z, w0));                     \
-        __m512 f2 = _mm512_castsi512_ps(_mm512_unpacklo_epi16(z, w1));                     \
-        __m512 f3 = _mm512_castsi512_ps(_mm512_unpackhi_epi16(z, w1));                     \
-        FMA4(acc, x0, x1, x2, x3)                                                          \
-        if (MX == 2) {                                                                     \
-            FMA4(acc2, y0, y1, y2, y3)                                                     \
-        }                                                                                  \
-    }
-#define ALL_PAIRS PAIR(c0, d0, r0, r1) PAIR(c1, d1, r2, r3) PAIR(c2, d2, r4, r5) PAIR(c3, d3, r6, r7)
-#define XF(v, i) _mm512_broadcast_f32x8(_mm256_loadu_ps(v + k + 8 * i))
-    for (; k + 32 <= len; k += 32) {
-        enum { FULL = 1 };
-        const int64_t rem = 32;
-        const __mmask32 mk = ~(__mmask32)0;
-        (void)rem, (void)mk;
-        __m512 x0 = XF(x, 0), x1 = XF(x, 1), x2 = XF(x, 2), x3 = XF(x, 3);
-        __m512 y0 = x0, y1 = x1, y2 = x2, y3 = x3;
-        if (MX == 2) y0 = XF(xb, 0), y1 = XF(xb, 1), y2 = XF(xb, 2), y3 = XF(xb, 3);
-        ALL_PAIRS
-    }
-#undef XF
-    if (k < len) {
-        enum { FULL = 0 };
-        const int64_t rem = len - k;
-        const __mmask32 mk = (__mmask32)(((uint64_t)1 << rem) - 1);
-#define XC(v, i)                                                                                \
-    _mm512_broadcast_f32x8(_mm256_maskz_loadu_ps(                                               \
-        rem > 8 * i ? (__mmask8)(rem - 8 * i >= 8 ? 0xff : (1u << (rem - 8 * i)) - 1) : 0,      \
-        v + k + 8 * i))
-        __m512 x0 = XC(x, 0), x1 = XC(x, 1), x2 = XC(x, 2), x3 = XC(x, 3);
-        __m512 y0 = x0, y1 = x1, y2 = x2, y3 = x3;
-        if (MX == 2) y0 = XC(xb, 0), y1 = XC(xb, 1), y2 = XC(xb, 2), y3 = XC(xb, 3);
-#undef XC
-        ALL_PAIRS
-    }
-#undef ALL_PAIRS
-#undef PAIR
-#undef FMA4
-    if (_mm256_cmpeq_epi8_mask(mx, _mm256_set1_epi8((char)0xff))) return 1;
-    *p = MX == 2 ? reduce8(c0, d0, c1, d1, c2, d2, c3, d3) : reduce4(c0, c1, c2, c3);
-    return 0;
-}
+#define G8_WIDEN(a, b)                                                                      \
+    __m512i q = _mm512_permutexvar_epi8(perm, _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1)); \
+    __m512i hi = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(th0, q, th1), q, sg, 0xf8); \
+    __m512i lo = _mm512_permutex2var_epi8(tl0, q, tl1);                                    \
+    __m512i w0 = _mm512_unpacklo_epi8(lo, hi), w1 = _mm512_unpackhi_epi8(lo, hi);          \
+    __m512 f0 = _mm512_castsi512_ps(_mm512_unpacklo_epi16(z, w0));                         \
+    __m512 f1 = _mm512_castsi512_ps(_mm512_unpackhi_epi16(z, w0));                         \
+    __m512 f2 = _mm512_castsi512_ps(_mm512_unpacklo_epi16(z, w1));                         \
+    __m512 f3 = _mm512_castsi512_ps(_mm512_unpackhi_epi16(z, w1));
+#include "quant/fp8mm_gemv8.h"
+#undef G8_NAME
+#undef G8_FN
+#undef G8_SETUP
+#undef G8_WIDEN
+
 
 /* gemv8v_t with MX a constant (one and two activation rows). */
 X512V_FN static inline int gemv8v1(const uint8_t *const *r, const float *x, int64_t xld, int64_t len, __m512 *p) {
-    return gemv8v_t(1, r, x, xld, len, p);
+    return gemv8v_t(DT_F8E4M3, 1, r, x, xld, len, p);
 }
 X512V_FN static inline int gemv8v2(const uint8_t *const *r, const float *x, int64_t xld, int64_t len, __m512 *p) {
-    return gemv8v_t(2, r, x, xld, len, p);
+    return gemv8v_t(DT_F8E4M3, 2, r, x, xld, len, p);
 }
 
 X512_FN static inline __attribute__((always_inline)) int gemv8(dl_dtype dt, int vbmi, int MX, const uint8_t *const *r, const float *x,
