@@ -329,9 +329,12 @@ static void test_spread(tpool *tp) {
                     if (no512)
                         kreg_disable("cpu.qmm.fp8.avx512,cpu.qmm.i8wo.avx512,cpu.qmm.int8.avx512vnni");
                     /* which kernels spread: every fast one at M <= 3 but the
-                     * AVX-512 int8 weight-only tiles (M >= 2); none at M >= 4 */
+                     * AVX-512 int8 weight-only tiles (M >= 2); at M >= 4 the
+                     * e4m3 GEMV with the VBMI tables only */
                     int avx512 = !no512 && (cf & QMM_CPU_AVX512);
-                    int expect = M <= 3 && !(F->dt == DT_I8 && F->actq == ACT_NATIVE && M >= 2 && avx512) &&
+                    int vbmi = avx512 && (cf & QMM_CPU_VBMI) && F->dt == DT_F8E4M3 && M <= QMM_GEMV_MAX_M_VBMI;
+                    int expect = (M <= 3 || vbmi) &&
+                                 !(F->dt == DT_I8 && F->actq == ACT_NATIVE && M >= 2 && avx512) &&
                                  (cf & QMM_CPU_AVX2);
                     uint64_t c0 = kreg_count("cpu.gemv.spread");
                     if (qmm_matmul(ys, x, &t.w, M, tp) || qmm_matmul(y1, x, &t.w, M, NULL)) bad += 1000;
@@ -351,10 +354,11 @@ static void test_spread(tpool *tp) {
     }
 }
 
-/* The AVX-512 e4m3 GEMV's table widening (cpu.qmm.fp8.avx512vbmi, VBMI
- * CPUs) against the fp16 widening: every non-NaN code in every position of
- * a tile (rows of codes (r * 37 + k) mod 256), M = 1..3, segment tails,
- * block and channel scales: bitwise; and the switch routes. */
+/* The AVX-512 e4m3 register GEMV with the table widening
+ * (cpu.qmm.fp8.avx512vbmi, VBMI CPUs, M <= 5) against the fp16 widening
+ * (M <= 3) and the widened-panel tiles (M >= 4): every non-NaN code in
+ * every position of a tile (rows of codes (r * 37 + k) mod 256), M = 1..9,
+ * segment tails, block and channel scales: bitwise; and the switch routes. */
 static void test_vbmi(tpool *tp) {
     const unsigned cf = qmm_cpu_features();
     uint64_t s = g_seed ^ 8;
@@ -371,15 +375,15 @@ static void test_vbmi(tpool *tp) {
         dl_weight w = {.name = "vbmi", .dtype = DT_F8E4M3, .n = n, .k = k, .ld = k, .data = codes,
                        .scale_kind = kind ? WS_BLOCK : WS_CHANNEL, .scale_dtype = DT_F32, .scale = sc,
                        .bn = 7, .bk = 128, .actq = ACT_NATIVE};
-        for (int M = 1; M <= 3; M++) {
-            float x[3 * 300], y0[3 * 19], y1[3 * 19];
+        for (int M = 1; M <= 9; M++) {
+            float x[9 * 300], y0[9 * 19], y1[9 * 19];
             for (int i = 0; i < M * k; i++) x[i] = tu_randf(&s) * (i % 5 ? 1.0f : 30.0f);
             kreg_reset_switches();
             uint64_t c0 = kreg_count("cpu.qmm.fp8.avx512vbmi");
             int rc = qmm_matmul(y0, x, &w, M, tp);
             int ran = kreg_count("cpu.qmm.fp8.avx512vbmi") == c0 + 1;
-            CHECKF(ran == !!(cf & QMM_CPU_VBMI), "M=%d: vbmi kernel ran %d, CPU has VBMI %d", M, ran,
-                   !!(cf & QMM_CPU_VBMI));
+            CHECKF(ran == (M <= QMM_GEMV_MAX_M_VBMI && (cf & QMM_CPU_VBMI)), "M=%d: vbmi kernel ran %d, CPU has VBMI %d", M,
+                   ran, !!(cf & QMM_CPU_VBMI));
             kreg_disable("cpu.qmm.fp8.avx512vbmi");
             rc |= qmm_matmul(y1, x, &w, M, tp);
             CHECKF(kreg_count("cpu.qmm.fp8.avx512vbmi") == c0 + (uint64_t)ran, "disabled vbmi counted");

@@ -298,7 +298,7 @@ X512_FN static inline __attribute__((always_inline)) int gemv_rows(const qmm_f32
         const uint8_t *rows[NT];
         for (int64_t r = 0; r < NT; r++) /* missing rows alias row 0; dropped */
             rows[r] = (const uint8_t *)w->data + (nb0 + (r < nb ? r : 0) * st) * w->ld;
-        __m256 acc[GEMV_MAX_M];
+        __m256 acc[QMM_GEMV_MAX_M_VBMI];
         for (int m = 0; m < M; m++) acc[m] = _mm256_setzero_ps();
         int64_t sidx[NT]; /* block layout: scale index of row r, segment g = sidx[r] + g */
         for (int64_t r = 0; block && r < NT; r++) sidx[r] = (nb0 + (r < nb ? r : 0) * st) / w->bn * nseg;
@@ -370,7 +370,8 @@ X512V_FN static int gemv_rows_vbmi(const qmm_f32job *j, int64_t n0, int64_t n1) 
 
 X512_FN int fp8mm_rows_avx512(const qmm_f32job *j, int64_t n0, int64_t n1) {
     const dl_weight *w = j->w;
-    if (j->M <= GEMV_MAX_M && w->dtype != DT_I8) return j->vbmi ? gemv_rows_vbmi(j, n0, n1) : gemv_rows_plain(j, n0, n1);
+    if (j->vbmi && j->M <= QMM_GEMV_MAX_M_VBMI) return gemv_rows_vbmi(j, n0, n1);
+    if (j->M <= GEMV_MAX_M && w->dtype != DT_I8) return gemv_rows_plain(j, n0, n1);
     if (j->M == 1) return fp8mm_rows_avx2(j, n0, n1);
     const int64_t K = w->k, seg = j->seg, nseg = (K + seg - 1) / seg;
     const int64_t nchm = (seg + 15) / 16 * 2;  /* chunks of 8 per segment, even */

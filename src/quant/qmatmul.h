@@ -80,8 +80,13 @@ typedef struct qmm_f32job {
     int M;
     float *y;   /* [M, w->n] */
     int spread; /* decode tiles take spread-out rows (core/rowspread.h; M <= 3 kernels) */
-    int vbmi;   /* AVX-512 fp8 GEMV (e4m3, M <= 3): widen through vpermi2b tables */
+    int vbmi;   /* AVX-512 fp8 register GEMV (e4m3, M <= QMM_GEMV_MAX_M_VBMI): vpermi2b tables */
 } qmm_f32job;
+
+/* The e4m3 register GEMV with the table widening runs up to this M (it
+ * widens again per pair of activation rows; beyond, the widened-panel
+ * tiles are faster). */
+#define QMM_GEMV_MAX_M_VBMI 5
 
 /* Output rows [n0, n1) for every m. Per (m, n): acc = sum over segments g of
  * t_g, t_g = p_g [* xs[m,g]] [* s_block(n,g)], p_g = the segment's dot in
