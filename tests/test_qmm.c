@@ -302,11 +302,11 @@ static void test_invariance(tpool *tp) {
     }
 }
 
-/* Decode sizes (M = 1..3): the kernels that read spread-out rows
- * (cpu.gemv.spread, core/rowspread.h) give bitwise the results of adjacent
- * rows, with the AVX-512 kernels on and off (the AVX2 fp8 / int8 kernels),
- * on 3 threads and on 1, and count where they spread (and that M = 4..6
- * does not). */
+/* Decode sizes (M = 1..3, and M = 4, 5 for the e4m3 GEMV with the VBMI
+ * tables): the kernels that read spread-out rows (cpu.gemv.spread,
+ * core/rowspread.h) give bitwise the results of adjacent rows, with the
+ * AVX-512 kernels on and off (the AVX2 fp8 / int8 kernels), on 3 threads
+ * and on 1, and count exactly where they spread (M = 1..6). */
 static void test_spread(tpool *tp) {
     const int64_t shapes[][3] = {{3, 64, 0}, {67, 129, 3}, {1030, 300, 5}, {3001, 130, 0}};
     const unsigned cf = qmm_cpu_features();

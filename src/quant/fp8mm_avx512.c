@@ -202,7 +202,6 @@ X512_FN static inline __m512 reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3)
 #undef G8_SETUP
 #undef G8_WIDEN
 
-
 #define X512V_FN __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx512vbmi,avx2,fma,f16c")))
 
 /* e4m3 magnitude codes 0..127 -> the bf16 of value * 2^-8 (exact: 3 mantissa
@@ -263,8 +262,9 @@ static const uint8_t VB_PERM[64] = {
 #undef G8_SETUP
 #undef G8_WIDEN
 
-
-/* gemv8v_t with MX a constant (one and two activation rows). */
+/* gemv8v_t for one and two activation rows: gemv8 (AVX-512 target) calls
+ * these VBMI-target functions, which are inlined once gemv8 sits inside
+ * gemv_rows_vbmi. */
 X512V_FN static inline int gemv8v1(const uint8_t *const *r, const float *x, int64_t xld, int64_t len, __m512 *p) {
     return gemv8v_t(DT_F8E4M3, 1, r, x, xld, len, p);
 }

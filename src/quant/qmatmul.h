@@ -79,7 +79,7 @@ typedef struct qmm_f32job {
     int64_t seg;        /* K segment length (block bk, activation group, or 512) */
     int M;
     float *y;   /* [M, w->n] */
-    int spread; /* decode tiles take spread-out rows (core/rowspread.h; M <= 3 kernels) */
+    int spread; /* decode tiles take spread-out rows (core/rowspread.h; register GEMV and 4-row panels) */
     int vbmi;   /* AVX-512 fp8 register GEMV (e4m3, M <= QMM_GEMV_MAX_M_VBMI): vpermi2b tables */
 } qmm_f32job;
 

@@ -147,10 +147,16 @@ typedef struct {
     _Atomic int oom;
 } task_ctx;
 
+/* Output rows [*n0, *n1) of tasks [b, e) over a weight of n rows. */
+static void task_rows(const task_ctx *c, int64_t n, size_t b, size_t e, int64_t *n0, int64_t *n1) {
+    *n0 = (int64_t)b * c->panel;
+    *n1 = (int64_t)e * c->panel < n ? (int64_t)e * c->panel : n;
+}
+
 static void run_f32(void *p, size_t b, size_t e) {
     task_ctx *c = p;
-    int64_t n0 = (int64_t)b * c->panel;
-    int64_t n1 = (int64_t)e * c->panel < c->fj->w->n ? (int64_t)e * c->panel : c->fj->w->n;
+    int64_t n0, n1;
+    task_rows(c, c->fj->w->n, b, e, &n0, &n1);
     int rc = c->kind == 3 ? fp8mm_rows_avx512(c->fj, n0, n1)
              : c->kind    ? fp8mm_rows_avx2(c->fj, n0, n1)
                           : fp8mm_rows_ref(c->fj, n0, n1);
@@ -159,8 +165,8 @@ static void run_f32(void *p, size_t b, size_t e) {
 
 static void run_i8(void *p, size_t b, size_t e) {
     task_ctx *c = p;
-    int64_t n0 = (int64_t)b * c->panel;
-    int64_t n1 = (int64_t)e * c->panel < c->ij->w->n ? (int64_t)e * c->panel : c->ij->w->n;
+    int64_t n0, n1;
+    task_rows(c, c->ij->w->n, b, e, &n0, &n1);
     if (c->kind == 3) int8mm_rows_avx512vnni(c->ij, n0, n1);
     else if (c->kind == 2) int8mm_rows_avxvnni(c->ij, n0, n1);
     else if (c->kind == 1) int8mm_rows_avx2(c->ij, n0, n1);

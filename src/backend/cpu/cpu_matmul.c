@@ -140,23 +140,27 @@ CPU_AVX2_INLINE __m256 wt_bf16(const void *p, size_t i, int r) {
             y[(size_t)n * ys] = cpu_hsum(acc[n]) + bias[n];                                      \
     }                                                                                            \
     /* Decode (M < 4) chunk [n0, n1) with row spreading (core/rowspread.h): 4-row tiles of rows  \
-     * q = (n1 - n0) / 4 apart, then the leftover rows one at a time; each output as in mm_. */  \
+     * spread over the chunk (rs_tile), a partial last tile one row at a time; each output as   \
+     * in mm_. */                                                                               \
     CPU_AVX2 static void mm_##SUF##_spread(const mm_ctx *c, size_t n0, size_t n1) {              \
         const dl_weight *w = c->w;                                                               \
         size_t K = (size_t)w->k, N = (size_t)w->n, M = (size_t)c->M;                             \
-        size_t ldwb = (size_t)w->ld * dt_size(w->dtype), q = (n1 - n0) / 4;                      \
+        size_t ldwb = (size_t)w->ld * dt_size(w->dtype);                                         \
         const char *wd = w->data;                                                                \
-        for (size_t t = 0; t < q; t++) {                                                         \
-            size_t n = n0 + t;                                                                   \
+        int64_t n, st, nr;                                                                       \
+        for (int64_t t = 0; (nr = rs_tile((int64_t)n0, (int64_t)n1, 4, 1, t, &n, &st)) > 0; t++) { \
             float b[4];                                                                          \
-            for (size_t g = 0; g < 4; g++) b[g] = w_bias_at(w, (int64_t)(n + g * q));            \
-            for (size_t r = 0; r < M; r++)                                                       \
-                gv_##SUF(c->y + r * N + n, q, c->x + r * K, K, wd + n * ldwb, q * ldwb, b, 4);   \
-        }                                                                                        \
-        for (size_t n = n0 + 4 * q; n < n1; n++) {                                               \
-            float b = w_bias_at(w, (int64_t)n);                                                  \
-            for (size_t r = 0; r < M; r++)                                                       \
-                gv_##SUF(c->y + r * N + n, 1, c->x + r * K, K, wd + n * ldwb, ldwb, &b, 1);      \
+            for (int64_t g = 0; g < nr; g++) b[g] = w_bias_at(w, n + g * st);                    \
+            for (size_t r = 0; r < M; r++) {                                                     \
+                float *yr = c->y + r * N + (size_t)n;                                            \
+                const char *wt = wd + (size_t)n * ldwb;                                          \
+                if (nr == 4)                                                                     \
+                    gv_##SUF(yr, (size_t)st, c->x + r * K, K, wt, (size_t)st * ldwb, b, 4);      \
+                else                                                                             \
+                    for (int64_t g = 0; g < nr; g++)                                             \
+                        gv_##SUF(yr + g * st, 1, c->x + r * K, K, wt + (size_t)(g * st) * ldwb,  \
+                                 ldwb, b + g, 1);                                                \
+            }                                                                                    \
         }                                                                                        \
     }                                                                                            \
     /* Batched decode (4 <= M <= MM_SPREAD_MAX_M) chunk [n0, n1) with row spreading: 2-row      \
