@@ -327,7 +327,8 @@ static int variant_spec(int v, int fp8, char *buf, size_t n) {
      * every xp, ring, rows and widening) */
     snprintf(buf, n,
              "v1,fp8=%s,u=%d,na=%d,wpb=%d,i8u=%d,i8na=%d,i8wpb=%d,%s,loop=%d,ring=%d,i8ring=%d,i8ks=%d,xp=%d,mlb=%d",
-             f8[fi], u, na, wpb ? 8 : 4, u, na, wpb ? 8 : 4, rows[r], v % 3, (v / 2) % 3, (v / 2) % 2,
+             f8[fi], u, na, wpb ? gk_gemv_wpb_max() : 4, u, na, wpb ? gk_gemv_wpb_max() : 4, rows[r], v % 3,
+             (v / 2) % 3, (v / 2) % 2,
              i8ks[(v / 3) % 4], (v / 5) % 2, (v / 7) % 4);
     return 1;
 }
@@ -697,6 +698,8 @@ static void test_refusals(void) {
     CHECK(gk_gemv_tune("u=3") == -1);
     CHECK(gk_gemv_tune("fp8=h2,bogus=1") == -1);
     CHECK(gk_gemv_tune("wpb=6") == -1);
+    CHECK(gk_gemv_wpb_max() == 4 || gk_gemv_wpb_max() == 8);
+    if (gk_gemv_wpb_max() == 4) CHECK(gk_gemv_tune("i8wpb=8") == -1); /* gfx906: beyond the launch bound */
     CHECK(gk_gemv_tune("r1=3") == -1);
     gk_gemv_tune_str(s1, sizeof s1);
     CHECKF(!strcmp(s0, s1), "a refused spec changed the settings: %s -> %s", s0, s1);

@@ -12,6 +12,21 @@
 
 #define DL_CDIV(a, b) (((a) + (b) - 1) / (b))
 
+/* Warps per block of the decode GEMVs at most (knobs wpb and i8wpb; their
+ * launch bounds). gfx906 (wave64): 4. A bound of 8 wavefronts puts 2 on
+ * each SIMD, so the compiler caps every GEMV at 128 of the 256 VGPRs, and
+ * the 4-row kernels (the fp8 defaults at every M, 16-bit weights at
+ * M >= 2) spilled to scratch inside the K loop: the fp8 M = 1 kernel 52
+ * VGPRs, 42 scratch loads/stores per iteration, ~10.7 KB of scratch traffic
+ * per wavefront against the 8 KB of weights it reads (tools/gpu_gate.sh
+ * reports every kernel's VGPRs and spills, and fails on a spill or a
+ * scratch access in a loop; docs/gpu_backend.md, "gfx906 registers"). */
+#if DL_WARP == 64
+#define DL_GEMV_MAXW 4
+#else
+#define DL_GEMV_MAXW 8
+#endif
+
 /* Experiment variables (host; each read once into its caller's static):
  * dl_env_is: 1 when `name` is set to `word`; dl_env_int: its integer value,
  * or dflt when unset. */

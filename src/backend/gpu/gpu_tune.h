@@ -33,7 +33,7 @@
  *   u=0|2|4          16-byte vectors in flight per lane and row (4: M <= 2
  *                    only; 0 = auto: 4 when a warp streams one row, else 2)
  *   na=0|1           weights loaded with L1 no-allocate (CUDA)
- *   wpb=4|8          warps per block
+ *   wpb=4|8          warps per block (8: CUDA only, gk_gemv_wpb_max)
  *   r1, rm=0|1|2|4   rows per warp at M = 1 / M > 1 (0: per format default)
  *   i8u, i8na, i8wpb, i8r1, i8rm   the same for the int8 W8A8 GEMV
  *   i8ks=0|1|2|4     warps splitting K in the W8A8 register GEMV (0: by
@@ -53,7 +53,8 @@
  *                    rm=0 the rows per warp by shape (gv_rows_batch); 3
  *                    (the default) as 2, and the register loop at M >= 5
  *                    with 2 rows per warp built with at most 128 registers
- *                    (gk_gemv_capped_launches counts those launches)
+ *                    (gk_gemv_capped_launches counts those launches; on
+ *                    gfx906 the cap is not applied, GEMV_LB)
  * Not thread-safe: call between launches, from the thread that launches. */
 #pragma once
 #include <stddef.h>
@@ -65,6 +66,9 @@ extern "C" {
 /* Apply spec on top of the current settings; 0 = ok, -1 = unknown key or
  * value (nothing changed). */
 int gk_gemv_tune(const char *spec);
+/* Largest wpb / i8wpb this build accepts: 8 on CUDA, 4 on gfx906 (wave64;
+ * the GEMVs' launch bounds, see DL_GEMV_MAXW). */
+int gk_gemv_wpb_max(void);
 /* Current settings as a full spec string. */
 void gk_gemv_tune_str(char *buf, size_t n);
 

@@ -21,9 +21,17 @@
 #include "gpu_common.cuh"
 #include "gpu_tune.h"
 
-/* Threads per block of the GEMV kernels at most (wpb = 8 warps); the dot2
- * variant keeps GEMV_WPB warps per block. */
-#define GEMV_MAXT (8 * DL_WARP)
+/* Threads per block of the GEMV kernels at most (wpb = DL_GEMV_MAXW warps:
+ * 8 on CUDA, 4 on gfx906); the dot2 variant keeps GEMV_WPB warps per block. */
+#define GEMV_MAXT (DL_GEMV_MAXW * DL_WARP)
+/* The register cap LB of the mlb = 3 loop (at least LB blocks per SM) on
+ * CUDA only: on gfx906 it means 2 wavefronts per SIMD, 128 VGPRs, and the
+ * M = 7, 8 kernels spilled 3-6 VGPRs under it. */
+#if DL_WARP == 64
+#define GEMV_LB(lb) 0
+#else
+#define GEMV_LB(lb) (lb)
+#endif
 #define GEMV_WPB 4
 
 /* GEMV widening of one 16-byte vector: bf16/f16/f32/int8 as the GEMM; fp8
@@ -432,7 +440,7 @@ static __device__ __forceinline__ void dl_gv_chunk(const uint4 (&raw)[R], const 
 /* LB (knob mlb=3, fp8 at M >= 5 with 2 rows per warp): at least LB blocks
  * of GEMV_MAXT threads per SM, i.e. at most 128 registers at LB = 2. */
 template <int DT, int MR, int R, int U, int CV, int NA, bool XP = false, int LB = 0>
-__global__ void __launch_bounds__(GEMV_MAXT, LB)
+__global__ void __launch_bounds__(GEMV_MAXT, GEMV_LB(LB))
     dl_k_gemv_f(const float *__restrict__ x, const dl_gv_job j) {
     typedef dl_wt<DT> T;
     typedef dl_gv<DT, CV> G;
@@ -1017,8 +1025,9 @@ static int cfg_apply(gv_knobs *k, const char *spec) {
         char *end;
         long x = strtol(v, &end, 10);
         if (*end || end == v) return -1;
-        /* allowed values as bit masks: u 0 (auto)|2|4, na 0|1, wpb 4|8, rows and i8ks 0 (default)|1|2|4, loop 0|1|2, ring 0|1|2 */
-        const unsigned U24 = 0x15, B01 = 0x3, W48 = 0x110, R = 0x17, L012 = 0x7;
+        /* allowed values as bit masks: u 0 (auto)|2|4, na 0|1, wpb 4|8 (4 on gfx906: DL_GEMV_MAXW), rows and
+         * i8ks 0 (default)|1|2|4, loop 0|1|2, ring 0|1|2 */
+        const unsigned U24 = 0x15, B01 = 0x3, W48 = DL_GEMV_MAXW == 8 ? 0x110 : 0x10, R = 0x17, L012 = 0x7;
         const struct { const char *k; int *p; unsigned ok; } tab[] = {
             {"u", &c->u, U24}, {"na", &c->na, B01}, {"wpb", &c->wpb, W48}, {"r1", &c->r1, R},
             {"rm", &c->rm, R}, {"i8u", &c->i8u, U24}, {"i8na", &c->i8na, B01}, {"i8wpb", &c->i8wpb, W48},
@@ -1067,6 +1076,8 @@ extern "C" int gk_gemv_tune(const char *spec) {
     cfg_ref() = t;
     return 0;
 }
+
+extern "C" int gk_gemv_wpb_max(void) { return DL_GEMV_MAXW; }
 
 extern "C" void gk_gemv_tune_str(char *buf, size_t n) {
     const gv_knobs &k = cfg_ref();

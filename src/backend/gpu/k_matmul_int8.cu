@@ -12,7 +12,7 @@
  * shared memory (words stored k-major so the inner loop reads 16 bytes). */
 #include "gpu_common.cuh"
 
-#define I8_MAXT (8 * DL_WARP) /* threads per block at most (wpb 8) */
+#define I8_MAXT (DL_GEMV_MAXW * DL_WARP) /* threads per block at most (i8wpb 8; 4 on gfx906) */
 
 static __device__ __forceinline__ float i8_epilogue(int acc, float xs, const gk_weight &w, int64_t n) {
     /* explicit roundings: no FMA contraction, so every path gives the same bits */
