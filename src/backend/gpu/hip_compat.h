@@ -131,7 +131,14 @@ static __device__ __forceinline__ void dl_scatter_step(V (&a)[N], int lane) {
         const bool up = (lane & O) != 0;
 #pragma unroll
         for (int i = 0; i < H; i++) {
+#if DL_WARP == 64
+            /* gfx906: both values read first; picking a[i] or a[i + H] by
+             * address put a[] in scratch at N = 32 (tools/gpu_gate.sh) */
+            const V lo = a[i], hi = a[i + H];
+            const V send = up ? lo : hi, keep = up ? hi : lo;
+#else
             const V send = up ? a[i] : a[i + H], keep = up ? a[i + H] : a[i];
+#endif
             a[i] = keep + dl_shfl_xor_v(send, O);
         }
         dl_scatter_step<H / 2, O / 2, V, N>(a, lane);

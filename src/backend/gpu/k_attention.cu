@@ -745,7 +745,12 @@ __global__ void DA_BOUNDS(GM, CPL *(KF16 ? 8 : 4))
         for (int r = w; r < nrow; r += DA_NW) {
             const bool isq = r < gb;
             const float *x = isq ? q + (qoff + r) * hd : qk.k + ((int64_t)t * a.nkv + g) * hd;
-            da_qk_row(so + r * hd, x, qk.qw != nullptr, isq ? wq : wk, cs, qk.eps, hd, qk.half, lane);
+            /* the weights picked by value: picking the array by address put
+             * wq and wk in scratch / local memory (tools/gpu_gate.sh) */
+            float wv[DA_QKW];
+#pragma unroll
+            for (int j = 0; j < DA_QKW; j++) wv[j] = isq ? wq[j] : wk[j];
+            da_qk_row(so + r * hd, x, qk.qw != nullptr, wv, cs, qk.eps, hd, qk.half, lane);
         }
         __syncthreads();
         const int row = wr ? dl_kv_row(a, S, pos, ix.bsh) : -1;

@@ -280,14 +280,19 @@ __global__ void GK2_BOUNDS(BM * 2)
      * rest; nothing past the last stage (what the loop then stores into the
      * idle buffer is never read) */
     const int nfull = ktail ? nk - 1 : nk;
+    /* the scales are set through locals and assigned once: on gfx906,
+     * assigning sc / sc2 in both branches made the compiler pick the
+     * variable by address, so both lived in scratch (12 scratch ops per
+     * stage; tools/gpu_gate.sh) */
     auto load = [&](int s) {
         const int k0 = s * BK;
+        float s1 = sc, s2 = sc2;
         if (s < nfull) {
 #pragma unroll
             for (int i = 0; i < CKA / 4; i++) xa[i] = *(const float4 *)(xp + k0 + 4 * i);
             wb.load(wp + (int64_t)k0 * ES, wb.NW);
             if constexpr (BLK)
-                sc = sc2 = w.scale[sr + (int)((uint32_t)(k0 + bq * CKB) >> w.bk_shift)];
+                s1 = s2 = w.scale[sr + (int)((uint32_t)(k0 + bq * CKB) >> w.bk_shift)];
         } else if (s == nfull && ktail) {
             const bool ain = aq == 0, bin = CPB == 1 || bq == 0;
 #pragma unroll
@@ -296,10 +301,12 @@ __global__ void GK2_BOUNDS(BM * 2)
                             : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             wb.load(wp + (int64_t)k0 * ES, !bin ? 0 : CPB == 1 ? wb.NW / 2 : wb.NW);
             if constexpr (BLK) {
-                sc = bin ? w.scale[sr + (int)((uint32_t)(k0 + bq * CKB) >> w.bk_shift)] : 0.0f;
-                sc2 = CPB == 1 ? 0.0f : sc;
+                s1 = bin ? w.scale[sr + (int)((uint32_t)(k0 + bq * CKB) >> w.bk_shift)] : 0.0f;
+                s2 = CPB == 1 ? 0.0f : s1;
             }
         }
+        sc = s1;
+        sc2 = s2;
     };
     /* widen the raw registers and store them, transposed, as buffer b */
     auto store = [&](int b) {
