@@ -14,6 +14,7 @@
 #include "quant/actq.h"
 #include "quant/fp8.h"
 #include "quant/qmatmul.h"
+#include "quant/qmm_peak.h"
 #include "testutil.h"
 
 static uint64_t g_seed;
@@ -518,6 +519,45 @@ static void test_switches(void) {
     tw_free(&t);
 }
 
+/* qmm_peak: a rate for every instruction the CPU has and none for those it
+ * lacks; the kernels the dispatcher picks at M = 8 map to a peak (the
+ * bench's GEMM column depends on it), reference paths and unknown names
+ * do not. */
+static void test_peak(void) {
+    qmm_peaks pk;
+    CHECK(qmm_peak_measure(&pk, NULL) == 0);
+    const unsigned cf = qmm_cpu_features();
+    const int have[QPK_COUNT] = {
+        [QPK_FMA_YMM] = !!(cf & QMM_CPU_AVX2), [QPK_FMA_ZMM] = !!(cf & QMM_CPU_AVX512),
+        [QPK_DPBUSD_YMM] = !!(cf & QMM_CPU_VNNI), [QPK_DPBUSD_ZMM] = !!(cf & QMM_CPU_VNNI512),
+        [QPK_MADDUBS_YMM] = !!(cf & QMM_CPU_AVX2)};
+    for (int i = 0; i < QPK_COUNT; i++) {
+        /* > 1 G operations per second: a single core of any AVX2 machine */
+        CHECKF(have[i] ? pk.ops[i] > 1e9 : pk.ops[i] == 0.0, "%s: %.3g ops/s", qmm_peak_name(i), pk.ops[i]);
+        CHECK(strcmp(qmm_peak_name(i), "?") != 0);
+    }
+    CHECK(qmm_peak_of_kernel("cpu.qmm.int8.avx512vnni") == QPK_DPBUSD_ZMM);
+    CHECK(qmm_peak_of_kernel("cpu.qmm.int8.ref") == -1 && qmm_peak_of_kernel("no.such") == -1);
+    CHECK(qmm_peak_of_kernel(NULL) == -1);
+    uint64_t s = g_seed ^ 6;
+    for (int f = 0; f < 2; f++) {
+        tw t;
+        tw_make(&t, 24, 256, 0, f ? DT_I8 : DT_F8E4M3, f ? WS_CHANNEL : WS_BLOCK, 128, 128, 0, 0, &s);
+        t.w.actq = f ? ACT_INT8_TOKEN : ACT_NATIVE;
+        float x[8 * 256], y[8 * 24];
+        for (int i = 0; i < 8 * 256; i++) x[i] = tu_randf(&s);
+        kreg_reset_counts();
+        CHECK(qmm_matmul(y, x, &t.w, 8, NULL) == 0);
+        static const char *const names[] = {"cpu.qmm.int8.avx512vnni", "cpu.qmm.int8.avxvnni", "cpu.qmm.int8.avx2",
+                                            "cpu.qmm.fp8.avx512", "cpu.qmm.fp8.avx2"};
+        int mapped = 0;
+        for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+            if (kreg_count(names[i]) && qmm_peak_of_kernel(names[i]) >= 0) mapped = 1;
+        CHECKF(mapped == !!(cf & QMM_CPU_AVX2), "%s at M = 8: no kernel with a peak ran", f ? "int8" : "fp8");
+        tw_free(&t);
+    }
+}
+
 static void test_refused(void) {
     uint64_t s = g_seed ^ 5;
     tw t;
@@ -551,6 +591,7 @@ int main(void) {
     test_nan_codes(tp);
     test_int8_extreme();
     test_switches();
+    test_peak();
     test_refused();
     tp_free(tp);
     return TEST_END();

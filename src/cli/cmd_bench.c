@@ -12,6 +12,7 @@
 #include "core/kreg.h"
 #include "core/tpool.h"
 #include "quant/qmatmul.h"
+#include "quant/qmm_peak.h"
 
 static void help(FILE *f) {
     fprintf(f,
@@ -20,7 +21,8 @@ static void help(FILE *f) {
             "       dotlm bench --sweep [--quick]\n\n"
             "Kernel mode: random weights in every format (bf16, f16, f32, fp8 e4m3 block 128x128,\n"
             "fp8 per-channel, int8 W8A8); GEMV (M=1,2,4,8) as GB/s of weight bytes next to the\n"
-            "measured memory read bandwidth, and GEMM (M=256) GFLOP/s.\n"
+            "measured memory read bandwidth, and GEMM (M=256) GFLOP/s; on the CPU also as a share\n"
+            "of the measured peak of the instruction the kernel that ran multiplies with.\n"
             "Model mode: prompt tok/s over P random tokens and decode tok/s over G steps, with\n"
             "the decode floor = weight bytes / read bandwidth.\n"
             "Sweep mode: every quantized CPU format x M in {1..256} x model and awkward shapes\n"
@@ -73,6 +75,35 @@ static int make_weight(dl_weight *w, const fmt_t *f, int64_t n, int64_t k, uint6
 
 static double now(void) { return cli_now(); }
 
+/* The dispatch counters of every registered kernel, to see which one a
+ * call ran (kreg_count by name before and after). */
+#define KSNAP_MAX 256
+typedef struct {
+    const char *name[KSNAP_MAX];
+    uint64_t count[KSNAP_MAX];
+    int n;
+} ksnap;
+
+static void ksnap_visit(const kreg_kernel *k, void *ctx) {
+    ksnap *s = ctx;
+    if (s->n < KSNAP_MAX) s->name[s->n] = k->name, s->count[s->n++] = atomic_load(&k->count);
+}
+
+/* The peak-table instruction of the matmul kernel that counted a dispatch
+ * since snapshot s (-1: none known, e.g. a reference path or a GPU). */
+static int ran_peak_instr(const ksnap *s) {
+    ksnap t = {.n = 0};
+    kreg_foreach(ksnap_visit, &t);
+    for (int i = 0; i < t.n; i++) {
+        uint64_t before = 0;
+        for (int j = 0; j < s->n; j++)
+            if (!strcmp(s->name[j], t.name[i])) before = s->count[j];
+        int ins = qmm_peak_of_kernel(t.name[i]);
+        if (t.count[i] > before && ins >= 0) return ins;
+    }
+    return -1;
+}
+
 static int kernel_bench(dl_backend *be, int64_t n, int64_t k, int reps) {
     static const fmt_t fmts[] = {
         {"bf16", DT_BF16, WS_NONE, ACT_NATIVE},
@@ -85,9 +116,18 @@ static int kernel_bench(dl_backend *be, int64_t n, int64_t k, int reps) {
     };
     double bw = qmm_mem_read_bw(tp_default());
     printf("memory read bandwidth: %.1f GB/s (%d threads)\n", bw, tp_nthreads(tp_default()));
+    qmm_peaks pk = {{0}};
+    const int cpu = !strcmp(be->name, "cpu");
+    if (cpu) { /* the instructions' arithmetic peaks, for the GEMM column */
+        qmm_peak_measure(&pk, tp_default());
+        printf("instruction peaks (%d threads):", tp_nthreads(tp_default()));
+        for (int i = 0; i < QPK_COUNT; i++)
+            if (pk.ops[i] > 0) printf(" %s %.1f G%s/s;", qmm_peak_name(i), pk.ops[i] * 1e-9, i < QPK_DPBUSD_YMM ? "FLOP" : "OP");
+        printf("\n");
+    }
     printf("shape N x K = %lld x %lld\n", (long long)n, (long long)k);
-    printf("%-20s %10s %10s %10s %10s %8s %12s\n", "format", "M=1 GB/s", "M=2 GB/s", "M=4 GB/s",
-           "M=8 GB/s", "M1 %bw", "M=256 GF/s");
+    printf("%-20s %10s %10s %10s %10s %8s %12s %s\n", "format", "M=1 GB/s", "M=2 GB/s", "M=4 GB/s",
+           "M=8 GB/s", "M1 %bw", "M=256 GF/s", cpu ? "  % of the peak of the instruction that ran" : "");
     uint64_t seed = 0x9e3779b97f4a7c15ull;
     int Mmax = 256;
     float *x = be->alloc(be, sizeof(float) * (size_t)(Mmax * k));
@@ -146,14 +186,20 @@ static int kernel_bench(dl_backend *be, int64_t n, int64_t k, int reps) {
                 gbs[mi] = (double)wb / dt / 1e9;
             }
             int gr = reps / 8 > 1 ? reps / 8 : 1;
+            ksnap ks = {.n = 0};
+            kreg_foreach(ksnap_visit, &ks);
             be->matmul(be, y, x, &ws[0], Mmax);
             be->sync(be);
+            const int ins = cpu ? ran_peak_instr(&ks) : -1;
             double t0 = now();
             for (int r = 0; r < gr; r++) be->matmul(be, y, x, &ws[0], Mmax);
             be->sync(be);
             double gf = 2.0 * n * k * Mmax / ((now() - t0) / gr) / 1e9;
-            printf("%-20s %10.1f %10.1f %10.1f %10.1f %7.0f%% %12.1f\n", fmts[fi].name, gbs[0],
+            printf("%-20s %10.1f %10.1f %10.1f %10.1f %7.0f%% %12.1f", fmts[fi].name, gbs[0],
                    gbs[1], gbs[2], gbs[3], 100.0 * gbs[0] / bw, gf);
+            if (ins >= 0 && pk.ops[ins] > 0)
+                printf("  %5.1f%% (%s)", 100.0 * gf * 1e9 / pk.ops[ins], qmm_peak_name(ins));
+            printf("\n");
         }
         for (int c = 0; ws && cc && c < nc; c++) {
             if (ws[c].dev) be->release(be, &ws[c]);
