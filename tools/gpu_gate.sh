@@ -14,18 +14,25 @@
 #     (PTX atom / red, gfx906 global / flat / buffer atomics and LDS
 #     read-modify-write ops, SASS ATOM / ATOMS / ATOMG / RED): every sum has
 #     one fixed order.
+#   gfx906 registers: per kernel, the VGPRs, VGPR spills and scratch bytes
+#     of the code object's metadata, and the scratch loads/stores inside its
+#     loops (the address ranges of its backward branches). A kernel fails
+#     when it spills or touches scratch in a loop, unless its family is in
+#     RES_EXEMPT below (each with the reason, printed); a table per family
+#     is printed (--res-all: one line per kernel).
 # Options: --no-ptx, --no-hip (skip a part), --require-hip (fail when hipcc
 # is missing instead of skipping). Exit 1 on any violation.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SRC="${GPU_GATE_SRC:-$ROOT/src/backend/gpu}"  # override only to self-test the gate
-DO_PTX=1 DO_HIP=1 REQ_HIP=0
+DO_PTX=1 DO_HIP=1 REQ_HIP=0 RES_ALL=0
 SASS_BINS=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-ptx) DO_PTX=0 ;;
     --no-hip) DO_HIP=0 ;;
     --require-hip) REQ_HIP=1 ;;
+    --res-all) RES_ALL=1 ;;
     --sass) shift; while [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; do SASS_BINS+=("$1"); shift; done; continue ;;
     *) echo "gpu_gate: unknown option $1" >&2; exit 2 ;;
   esac
@@ -40,12 +47,12 @@ FAIL=0
 check_listing() {
   local file=$1 kind=$2 forbid i8 h2 atom
   case $kind in
-    ptx)  forbid='^(mma|wmma|wgmma)(\.|$)'; i8='^dp4a'; h2='^fma\.rn(\.[a-z]+)?\.f16x2'
-          atom='^(atom|red)(\.|$)' ;;
+    ptx)  forbid='^(mma|wmma|wgmma)([.]|$)'; i8='^dp4a'; h2='^fma[.]rn([.][a-z]+)?[.]f16x2'
+          atom='^(atom|red)([.]|$)' ;;
     hip)  forbid='^(v_mfma|v_smfma|v_cvt_[a-z0-9_]*(fp8|bf8)|v_cvt_pk_[a-z0-9_]*(fp8|bf8)|v_dot2_f32_bf16|v_dot2c_f32_bf16)'; i8='^v_dot4_i32_i8'; h2='^v_dot2_f32_f16'
           atom='^((global|flat|buffer)_atomic|ds_(add|sub|rsub|inc|dec|min|max|and|or|xor|mskor|wrxchg|cmpst|cmpswap|condxchg|fmin|fmax))' ;;
-    sass) forbid='^(HMMA|HGMMA|IMMA|QGMMA|BMMA|DMMA|OMMA|UTCHMMA|UTCQMMA)'; i8='^IDP(4A|\.4A)'; h2='^HFMA2'
-          atom='^(ATOM|ATOMS|ATOMG|RED)(\.|$)' ;;
+    sass) forbid='^(HMMA|HGMMA|IMMA|QGMMA|BMMA|DMMA|OMMA|UTCHMMA|UTCQMMA)'; i8='^IDP(4A|[.]4A)'; h2='^HFMA2'
+          atom='^(ATOM|ATOMS|ATOMG|RED)([.]|$)' ;;
   esac
   awk -F'\t' -v forbid="$forbid" -v i8="$i8" -v h2="$h2" -v atom="$atom" -v kind="$kind" '
     { k=$1; ins=$2; seen[k]=1; n[k]++
@@ -134,6 +141,75 @@ hip_one() {
   awk '/^[0-9a-f]+ <[^>]+>:$/ { s=$0; sub(/^[0-9a-f]+ </, "", s); sub(/>:$/, "", s); cur=s; next }
        cur != "" && /^[ \t]+([sv]|ds|global|flat|buffer)_[a-z0-9_]+/ { s=$0; sub(/^[ \t]+/, "", s); split(s, a, /[ \t]/); print cur "\t" a[1] }' \
     "$TMP/$b.dis" > "$TMP/hip.$b.tsv"
+  # registers: kernel <TAB> vgprs <TAB> vgpr spills <TAB> scratch bytes <TAB> scratch ops in loops
+  "$READELF" --notes "$TMP/$b.co" > "$TMP/$b.notes" 2> /dev/null ||
+    { echo "  FAIL hip: cannot read the metadata of $b" > "$TMP/hip.$b.fail"; return; }
+  awk -f "$TMP/loops.awk" "$TMP/$b.dis" > "$TMP/$b.loops"
+  awk -F'\t' 'FNR == NR { lp[$1] = $2; next }
+       function put() { if (nm != "") print nm "\t" v "\t" sp "\t" pr "\t" (nm in lp ? lp[nm] : 0); nm = "" }
+       /^  - / { put() }
+       /^    \.name:/ { nm = $0; sub(/^    \.name: */, "", nm) }
+       /^    \.vgpr_count:/ { v = $0; sub(/.*: */, "", v) }
+       /^    \.vgpr_spill_count:/ { sp = $0; sub(/.*: */, "", sp) }
+       /^    \.private_segment_fixed_size:/ { pr = $0; sub(/.*: */, "", pr) }
+       END { put() }' "$TMP/$b.loops" "$TMP/$b.notes" > "$TMP/hipres.$b.tsv"
+}
+
+# loops.awk: over an llvm-objdump listing, per kernel the number of scratch
+# loads/stores (gfx906: MUBUF buffer_* ops, which dotlm's kernels use for
+# nothing else, or scratch_*) that lie inside a loop, i.e. between a
+# backward branch's target and the branch. Portable awk (no strtonum).
+cat > "$TMP/loops.awk" <<'AWK'
+function hex(s,   i, n) { n = 0; s = tolower(s); for (i = 1; i <= length(s); i++) n = n * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1; return n }
+function flush(   i, j, c) {
+  if (k == "") return
+  c = 0
+  for (i = 1; i <= n; i++) if (isscr[i]) for (j = 1; j <= nb; j++) if (ad[i] >= bt[j] && ad[i] <= bf[j]) { c++; break }
+  print k "\t" c
+  k = ""; n = 0; nb = 0
+}
+/^[0-9a-f]+ <[^>]+>:$/ { flush(); k = $0; sub(/^[0-9a-f]+ </, "", k); sub(/>:$/, "", k); base = hex(substr($1, 1)); next }
+k != "" && match($0, /\/\/ [0-9A-Fa-f]+:/) {
+  n++; ad[n] = hex(substr($0, RSTART + 3, RLENGTH - 4))
+  isscr[n] = ($0 ~ /^[ \t]+(buffer|scratch)_(load|store)_/)
+  if ($0 ~ /^[ \t]+s_(cbranch_[a-z0-9]+|branch)[ \t]/ && match($0, /\+0x[0-9a-fA-F]+>/)) {
+    t = base + hex(substr($0, RSTART + 3, RLENGTH - 4))
+    if (t <= ad[n]) { nb++; bt[nb] = t; bf[nb] = ad[n] }
+  }
+}
+END { flush() }
+AWK
+
+# Kernels allowed to spill or to use scratch in a loop on gfx906, with the
+# reason: "regex<TAB>reason" lines, the regex matched against the mangled
+# name (so a template instance, or with a bare prefix a whole family).
+RES_EXEMPT='^_Z12dl_k_gemv_fpI	the software-pipelined K loop (knob loop=1|2, not a default): 4 rows x 4 vectors need more than 256 VGPRs
+^_Z12dl_k_attn_klILi[48]E	key-lane attention at head_dim 256 / 512 (8 or 16 halves per lane on 64-lane wavefronts; head_dim 128, the DPL = 2 forms, fit)
+^_Z13dl_k_attn_decILi(1ELi1ELi4|0ELi4ELi2)E	split-KV decode attention held to 2 wavefronts per SIMD (DA_BOUNDS) at GQA 4: the fp16-KV form needs ~134 VGPRs and spills 6 (1 scratch op per ~1070-instruction key-loop iteration), the f32-KV CPL 2 form spills 4
+^_Z14dl_k_gdn_cscanI	Gated DeltaNet chunked scan (prompts of hybrid models): the per-lane chunk state exceeds 256 VGPRs'
+
+# check_res FILE: FILE holds "kernel<TAB>vgprs<TAB>spills<TAB>scratch<TAB>loop scratch ops".
+check_res() {
+  printf '%s\n' "$RES_EXEMPT" > "$TMP/res_exempt.tsv"
+  awk -F'\t' -v all=$RES_ALL '
+    function fam(k,   n, l) { if (k ~ /^_Z[0-9]+/) { match(k, /^_Z[0-9]+/); l = substr(k, 3, RLENGTH - 2) + 0; return substr(k, RLENGTH + 1, l) } return k }
+    function occ(v) { v = int((v + 3) / 4) * 4; if (v < 4) v = 4; v = int(256 / v); return v > 10 ? 10 : v }
+    FNR == NR { nx++; xre[nx] = $1; xwhy[nx] = $2; next }
+    { f = fam($1); nk[f]++; if ($2 > mv[f]) mv[f] = $2; o = occ($2); if (!(f in mo) || o < mo[f]) mo[f] = o
+      if ($3 > 0) nsp[f]++; if ($4 > 0) nsc[f]++; if ($5 > 0) nlp[f]++
+      if (all) printf "  res  %-70s vgpr=%-3d waves/SIMD=%-2d spill=%-4d scratch=%-5d loop-scratch-ops=%d\n", substr($1, 1, 70), $2, o, $3, $4, $5
+      if ($3 > 0 || $5 > 0) {
+        x = 0; for (i = 1; i <= nx; i++) if ($1 ~ xre[i]) { x = i; break }
+        if (x) exn[x]++
+        else { bad++; printf "  FAIL res  %s: %d VGPRs spilled, %d scratch ops in a loop (gfx906)\n", $1, $3, $5 } } }
+    END {
+      printf "  %-28s %8s %9s %15s %13s %14s %18s\n", "family (gfx906)", "kernels", "max VGPR", "min waves/SIMD", "with spills", "with scratch", "scratch in a loop"
+      for (f in nk) printf "  %-28s %8d %9d %15d %13d %14d %18d\n", f, nk[f], mv[f], mo[f], nsp[f], nsc[f], nlp[f] | "sort"
+      close("sort")
+      for (i = 1; i <= nx; i++) if (exn[i]) printf "  exempt (%d kernels): %s\n", exn[i], xwhy[i]
+      exit bad > 0
+    }' "$TMP/res_exempt.tsv" "$1"
+  [ $? = 0 ] || FAIL=1
 }
 
 KINDS=()
@@ -148,6 +224,7 @@ if [ $DO_HIP = 1 ]; then
   else
     BUNDLER=$(command -v clang-offload-bundler || ls /usr/lib/llvm-*/bin/clang-offload-bundler 2>/dev/null | tail -1)
     OBJDUMP=$(command -v llvm-objdump || ls /usr/lib/llvm-*/bin/llvm-objdump 2>/dev/null | tail -1)
+    READELF=$(command -v llvm-readelf || ls /usr/lib/llvm-*/bin/llvm-readelf 2>/dev/null | tail -1)
     KINDS=(hip "${KINDS[@]}")
   fi
 fi
@@ -158,6 +235,11 @@ for k in ptx hip; do
   else echo "== HIP gfx906 (hipcc, code object via ${BUNDLER##*/} + ${OBJDUMP##*/}; $JOBS jobs) =="; fi
   join_listings $k "$TMP/$k.tsv"
   check_listing "$TMP/$k.tsv" $k
+  if [ $k = hip ]; then
+    echo "== HIP gfx906 registers (code-object metadata; loops from the listing) =="
+    for f in "$SRC"/*.cu; do b=$(basename "$f" .cu); [ -f "$TMP/hipres.$b.tsv" ] && cat "$TMP/hipres.$b.tsv"; done > "$TMP/hipres.tsv"
+    check_res "$TMP/hipres.tsv"
+  fi
 done
 
 if [ ${#SASS_BINS[@]} -gt 0 ]; then
