@@ -79,24 +79,36 @@ V512_FN static void mk4x6(const uint8_t *const *u, const int8_t *const *wr, int6
 #undef Z
     const uint8_t *u0 = u[0], *u1 = u[1], *u2 = u[2], *u3 = u[3];
     const int8_t *w0 = wr[0], *w1 = wr[1], *w2 = wr[2], *w3 = wr[3], *w4 = wr[4], *w5 = wr[5];
-    for (int64_t k = 0; k < len; k += 64) {
-        __mmask64 mk = tail_mask(len - k);
-        __m512i b0 = _mm512_maskz_loadu_epi8(mk, w0 + k), b1 = _mm512_maskz_loadu_epi8(mk, w1 + k);
-        __m512i b2 = _mm512_maskz_loadu_epi8(mk, w2 + k), b3 = _mm512_maskz_loadu_epi8(mk, w3 + k);
-        __m512i b4 = _mm512_maskz_loadu_epi8(mk, w4 + k), b5 = _mm512_maskz_loadu_epi8(mk, w5 + k);
-#define ROW(i)                                                   \
-    {                                                            \
-        __m512i x = _mm512_maskz_loadu_epi8(mk, u##i + k);       \
-        DPBUSD(a##i##0, x, b0);                                    \
-        DPBUSD(a##i##1, x, b1);                                    \
-        DPBUSD(a##i##2, x, b2);                                    \
-        DPBUSD(a##i##3, x, b3);                                    \
-        DPBUSD(a##i##4, x, b4);                                    \
-        DPBUSD(a##i##5, x, b5);                                    \
+    /* whole 64-byte steps with plain loads, then the tail with zeroing masked
+     * loads (the same zeros, so the same sums) */
+#define STEP(LD)                                                                  \
+    {                                                                             \
+        __m512i b0 = LD(w0 + k), b1 = LD(w1 + k), b2 = LD(w2 + k);                \
+        __m512i b3 = LD(w3 + k), b4 = LD(w4 + k), b5 = LD(w5 + k);                \
+        ROW(LD, 0) ROW(LD, 1) ROW(LD, 2) ROW(LD, 3)                               \
     }
-        ROW(0) ROW(1) ROW(2) ROW(3)
+#define ROW(LD, i)                                                                \
+    {                                                                             \
+        __m512i x = LD(u##i + k);                                                 \
+        DPBUSD(a##i##0, x, b0);                                                   \
+        DPBUSD(a##i##1, x, b1);                                                   \
+        DPBUSD(a##i##2, x, b2);                                                   \
+        DPBUSD(a##i##3, x, b3);                                                   \
+        DPBUSD(a##i##4, x, b4);                                                   \
+        DPBUSD(a##i##5, x, b5);                                                   \
+    }
+#define LD_FULL(p) _mm512_loadu_si512((const void *)(p))
+#define LD_TAIL(p) _mm512_maskz_loadu_epi8(mk, (p))
+    int64_t k = 0;
+    for (; k + 64 <= len; k += 64) STEP(LD_FULL)
+    if (k < len) {
+        const __mmask64 mk = tail_mask(len - k);
+        STEP(LD_TAIL)
+    }
+#undef LD_FULL
+#undef LD_TAIL
 #undef ROW
-    }
+#undef STEP
 #define OUT(i)                                                                      \
     o[i][0] = hsum_u32(a##i##0), o[i][1] = hsum_u32(a##i##1), o[i][2] = hsum_u32(a##i##2), \
     o[i][3] = hsum_u32(a##i##3), o[i][4] = hsum_u32(a##i##4), o[i][5] = hsum_u32(a##i##5);
