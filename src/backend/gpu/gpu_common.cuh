@@ -478,6 +478,7 @@ static inline bool dl_launch_cluster(void (*k)(P...), dim3 grid, dim3 block, siz
     (void)cudaGetLastError();
 #else
     (void)k, (void)grid, (void)block, (void)smem, (void)st, (void)csize;
+    ((void)a, ...);
 #endif
     return false;
 }

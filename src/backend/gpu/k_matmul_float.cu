@@ -192,7 +192,7 @@ template <> struct dl_gv<DT_F8E5M2, DL_FP8_H2> {
  * the code + 128 (flipped sign bit) becomes the low byte of the fp32 2^23
  * (one PRMT per element: 0x4B0000uu = 2^23 + u), minus 2^23 + 128 (exact:
  * all three are integers below 2^24). HIP converts bytes natively. */
-static __device__ __forceinline__ void dl_i8x4_mag(uint32_t v, float *f) {
+[[maybe_unused]] static __device__ __forceinline__ void dl_i8x4_mag(uint32_t v, float *f) {
     const uint32_t u = v ^ 0x80808080u;
 #pragma unroll
     for (int e = 0; e < 4; e++) f[e] = __fadd_rn(__uint_as_float(dl_prmt(u, 0x4bu, 0x4550u | (unsigned)e)), -8388736.0f);
@@ -443,7 +443,6 @@ template <int DT, int MR, int R, int U, int CV, int NA, bool XP = false, int LB 
 __global__ void __launch_bounds__(GEMV_MAXT, GEMV_LB(LB))
     dl_k_gemv_f(const float *__restrict__ x, const dl_gv_job j) {
     typedef dl_wt<DT> T;
-    typedef dl_gv<DT, CV> G;
     const dl_gv_sel g = dl_gv_pick(j);
     const dl_gv_at at = dl_gv_place(g, g.ks, dl_gv_cols<R>(g));
     const int lane = at.lane, wks = at.wks, n0 = at.n0;
@@ -601,6 +600,8 @@ __global__ void __launch_bounds__(GEMV_MAXT, MR == 1 ? (R <= 2 ? 5 : 4) : LB)
     }
     if (late) dl_pdl_trigger();
     dl_gv_store<R, MR>(acc, g, j.w[0].scale_kind, n0, lane);
+#else /* no cp.async: never launched (gv_go) */
+    (void)x, (void)j, (void)late, (void)spre;
 #endif
 }
 
@@ -912,13 +913,13 @@ int dl_gemv_late() {
 void dl_ring_note() { g_ring_n++; }
 /* DOTLM_GEMV_SPRE=0 (experiment, read once): the fp8 ring GEMV loads its
  * first chunk's block scales after the PDL wait, not before (same bits). */
-static int dl_ring_spre() {
+[[maybe_unused]] static int dl_ring_spre() { /* unused on HIP (no ring) */
     static const int v = dl_env_int("DOTLM_GEMV_SPRE", 1) != 0;
     return v;
 }
 /* DOTLM_GEMV_SILU_TRIG=early (experiment, read once): the gate/up + SiLU
  * ring launch triggers its successor early, as the other GEMVs (same bits). */
-static int dl_silu_early() {
+[[maybe_unused]] static int dl_silu_early() { /* unused on HIP (no ring) */
     static const int v = dl_env_is("DOTLM_GEMV_SILU_TRIG", "early");
     return v;
 }
