@@ -26,10 +26,9 @@ else
 fi
 "$OBJDUMP" -d --mcpu=gfx906 "$TMP/k.co" > "$TMP/k.dis"
 for re in "$@"; do
-  awk -v re="$re" '
-    function hex(s,   i, n) { n = 0; s = tolower(s); for (i = 1; i <= length(s); i++) n = n * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1; return n }
-    function flush(   b, i, lo, hi, best, bl, bh, c, x, nin) {
-      if (k == "") return
+  awk -v re="$re" -f "$ROOT/tools/lib/gfx906_listing.awk" -f /dev/stdin "$TMP/k.dis" <<'AWK'
+    function want(name) { return name ~ re }
+    function done(name,   b, i, lo, hi, best, bl, bh, c, x, nin) {
       best = -1
       for (b = 1; b <= nb; b++) { /* innermost: no other loop strictly inside; the longest such */
         lo = bt[b]; hi = bf[b]; nin = 0
@@ -38,29 +37,18 @@ for re in "$@"; do
         c = 0; for (i = 1; i <= n; i++) if (ad[i] >= lo && ad[i] <= hi) c++
         if (c > best) { best = c; bl = lo; bh = hi }
       }
-      if (best < 0) { printf "%s: no loop\n", k; k = ""; n = 0; nb = 0; return }
+      if (best < 0) { printf "%s: no loop\n", name; return }
       split("", cnt)
       for (i = 1; i <= n; i++) if (ad[i] >= bl && ad[i] <= bh) {
-        op = ins[i]
-        if (op ~ /^v_dot/) cnt["dot"]++
-        if (op ~ /^v_/) cnt["valu"]++
-        else if (op ~ /^s_/) cnt["salu"]++
-        else if (op ~ /^(global|buffer|flat|scratch)_/) cnt["vmem"]++
-        else if (op ~ /^ds_/) cnt["lds"]++
-        if (op ~ /^(global|buffer|flat)_load_dwordx4/) cnt["ld16"]++
+        if (op[i] ~ /^v_dot/) cnt["dot"]++
+        if (op[i] ~ /^v_/) cnt["valu"]++
+        else if (op[i] ~ /^s_/) cnt["salu"]++
+        else if (op[i] ~ /^(global|buffer|flat|scratch)_/) cnt["vmem"]++
+        else if (op[i] ~ /^ds_/) cnt["lds"]++
+        if (op[i] ~ /^(global|buffer|flat)_load_dwordx4/) cnt["ld16"]++
       }
       printf "%s\n  loop of %d instructions: VALU %d (dot %d), SALU %d, VMEM %d (16-byte loads %d), LDS %d\n",
-             k, best, cnt["valu"], cnt["dot"], cnt["salu"], cnt["vmem"], cnt["ld16"], cnt["lds"]
-      k = ""; n = 0; nb = 0
+             name, best, cnt["valu"], cnt["dot"], cnt["salu"], cnt["vmem"], cnt["ld16"], cnt["lds"]
     }
-    /^[0-9a-f]+ <[^>]+>:$/ { flush(); s = $0; sub(/^[0-9a-f]+ </, "", s); sub(/>:$/, "", s)
-                            if (s ~ re) { k = s; base = hex($1) } ; next }
-    k != "" && match($0, /\/\/ [0-9A-Fa-f]+:/) {
-      n++; ad[n] = hex(substr($0, RSTART + 3, RLENGTH - 4)); s = $0; sub(/^[ \t]+/, "", s); split(s, a, /[ \t]/); ins[n] = a[1]
-      if (ins[n] ~ /^s_(cbranch_[a-z0-9]+|branch)$/ && match($0, /\+0x[0-9a-fA-F]+>/)) {
-        t = base + hex(substr($0, RSTART + 3, RLENGTH - 4))
-        if (t <= ad[n]) { nb++; bt[nb] = t; bf[nb] = ad[n] }
-      }
-    }
-    END { flush() }' "$TMP/k.dis"
+AWK
 done

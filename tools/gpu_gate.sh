@@ -144,7 +144,7 @@ hip_one() {
   # registers: kernel <TAB> vgprs <TAB> vgpr spills <TAB> scratch bytes <TAB> scratch ops in loops
   "$READELF" --notes "$TMP/$b.co" > "$TMP/$b.notes" 2> /dev/null ||
     { echo "  FAIL hip: cannot read the metadata of $b" > "$TMP/hip.$b.fail"; return; }
-  awk -f "$TMP/loops.awk" "$TMP/$b.dis" > "$TMP/$b.loops"
+  awk -f "$ROOT/tools/lib/gfx906_listing.awk" -f "$TMP/loops.awk" "$TMP/$b.dis" > "$TMP/$b.loops"
   awk -F'\t' 'FNR == NR { lp[$1] = $2; next }
        function put() { if (nm != "") print nm "\t" v "\t" sp "\t" pr "\t" (nm in lp ? lp[nm] : 0); nm = "" }
        /^  - / { put() }
@@ -155,29 +155,16 @@ hip_one() {
        END { put() }' "$TMP/$b.loops" "$TMP/$b.notes" > "$TMP/hipres.$b.tsv"
 }
 
-# loops.awk: over an llvm-objdump listing, per kernel the number of scratch
-# loads/stores (gfx906: MUBUF buffer_* ops, which dotlm's kernels use for
-# nothing else, or scratch_*) that lie inside a loop, i.e. between a
-# backward branch's target and the branch. Portable awk (no strtonum).
+# loops.awk (with tools/lib/gfx906_listing.awk): per kernel the number of
+# scratch loads/stores (gfx906: MUBUF buffer_* ops, which dotlm's kernels use
+# for nothing else, or scratch_*) that lie inside a loop.
 cat > "$TMP/loops.awk" <<'AWK'
-function hex(s,   i, n) { n = 0; s = tolower(s); for (i = 1; i <= length(s); i++) n = n * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1; return n }
-function flush(   i, j, c) {
-  if (k == "") return
+function want(name) { return 1 }
+function done(name,   i, j, c) {
   c = 0
-  for (i = 1; i <= n; i++) if (isscr[i]) for (j = 1; j <= nb; j++) if (ad[i] >= bt[j] && ad[i] <= bf[j]) { c++; break }
-  print k "\t" c
-  k = ""; n = 0; nb = 0
+  for (i = 1; i <= n; i++) if (op[i] ~ /^(buffer|scratch)_(load|store)_/) for (j = 1; j <= nb; j++) if (ad[i] >= bt[j] && ad[i] <= bf[j]) { c++; break }
+  print name "\t" c
 }
-/^[0-9a-f]+ <[^>]+>:$/ { flush(); k = $0; sub(/^[0-9a-f]+ </, "", k); sub(/>:$/, "", k); base = hex(substr($1, 1)); next }
-k != "" && match($0, /\/\/ [0-9A-Fa-f]+:/) {
-  n++; ad[n] = hex(substr($0, RSTART + 3, RLENGTH - 4))
-  isscr[n] = ($0 ~ /^[ \t]+(buffer|scratch)_(load|store)_/)
-  if ($0 ~ /^[ \t]+s_(cbranch_[a-z0-9]+|branch)[ \t]/ && match($0, /\+0x[0-9a-fA-F]+>/)) {
-    t = base + hex(substr($0, RSTART + 3, RLENGTH - 4))
-    if (t <= ad[n]) { nb++; bt[nb] = t; bf[nb] = ad[n] }
-  }
-}
-END { flush() }
 AWK
 
 # Kernels allowed to spill or to use scratch in a loop on gfx906, with the
