@@ -76,7 +76,8 @@ static int make_weight(dl_weight *w, const fmt_t *f, int64_t n, int64_t k, uint6
 static double now(void) { return cli_now(); }
 
 /* The dispatch counters of every registered kernel, to see which one a
- * call ran (kreg_count by name before and after). */
+ * call ran (a snapshot before; the kernels after, matched by name: a
+ * kernel registered by the call itself has no entry, so 0 before). */
 #define KSNAP_MAX 256
 typedef struct {
     const char *name[KSNAP_MAX];
