@@ -16,7 +16,8 @@
 #include "testutil.h"
 
 static uint64_t rs;
-static int g_avx2; /* CPU has the fast kernels */
+static int g_avx2;   /* CPU has the fast kernels */
+static int g_avx512; /* and the AVX-512VL prefill tile */
 
 static void *store(const float *v, size_t n, dl_dtype t) {
     void *p = malloc(n * 4 + 4);
@@ -60,18 +61,25 @@ static void check_case(dl_backend *be, dl_dtype t, int M, int n, int k, int ld, 
     size_t xn = (size_t)M * k, yn = (size_t)M * n;
     float *x = malloc(xn * 4), *yf = malloc(yn * 4), *yr = malloc(yn * 4), *yd = malloc(yn * 4);
     for (size_t i = 0; i < xn; i++) x[i] = tu_randf(&rs);
-    char fast[64], ref[64];
+    char fast[64], ref[64], wide[64];
     snprintf(fast, sizeof fast, "cpu.matmul.%s.avx2", sfx(t));
     snprintf(ref, sizeof ref, "cpu.matmul.%s.ref", sfx(t));
+    snprintf(wide, sizeof wide, "cpu.matmul.%s.avx512vl", sfx(t));
     kreg_reset_switches();
-    uint64_t f0 = kreg_count(fast);
+    uint64_t f0 = kreg_count(fast), w0 = kreg_count(wide);
     be->matmul(be, yf, x, &w, M);
-    int fast_ran = kreg_count(fast) == f0 + 1;
+    /* exactly one fast kernel ran: the AVX-512VL tile on the prefill path (M > 8 here) */
+    const int want_wide = g_avx512 && M > 8;
+    int fast_ran = kreg_count(fast) + kreg_count(wide) == f0 + w0 + 1;
     CHECKF(fast_ran || !g_avx2, "%s did not run", fast);
+    CHECKF(!g_avx2 || kreg_count(wide) == w0 + (uint64_t)want_wide, "%s M=%d: %s", wide, M,
+           want_wide ? "did not run" : "ran off the prefill path");
     kreg_disable(fast);
-    uint64_t r0 = kreg_count(ref), f1 = kreg_count(fast);
+    kreg_disable(wide);
+    uint64_t r0 = kreg_count(ref), f1 = kreg_count(fast), w1 = kreg_count(wide);
     be->matmul(be, yr, x, &w, M);
-    CHECKF(kreg_count(ref) == r0 + 1 && kreg_count(fast) == f1, "switch %s did not route to %s", fast, ref);
+    CHECKF(kreg_count(ref) == r0 + 1 && kreg_count(fast) == f1 && kreg_count(wide) == w1,
+           "switch %s did not route to %s", fast, ref);
     kreg_reset_switches();
     for (int m = 0; m < M; m++)
         for (int j = 0; j < n; j++) {
@@ -139,6 +147,36 @@ static void check_spread(dl_backend *be, dl_backend *be1, dl_dtype t, int M, int
     CHECKF(!memcmp(ys, y1, (size_t)M * n * 4), "%s M=%d n=%d k=%d: spread 1 thread vs 2 threads differ",
            sfx(t), M, n, k);
     free(x), free(ys), free(ya), free(y1);
+    free_w(&w);
+}
+
+/* The AVX-512VL prefill tile (6 x rows x 4 weight rows) gives the bits of
+ * the AVX2 4x2 tile at every M (k tails, column and row remainders, padded
+ * ld, bias), counted where it ran; switched off, the AVX2 kernel runs. With
+ * row spreading off, M = 4..8 take the prefill path too. */
+static void check_wide(dl_backend *be, dl_dtype t, int M, int n, int k, int ld, int nospread) {
+    if (!g_avx512) return;
+    dl_weight w = make_w(n, k, ld, t, (n + k) & 1, DT_F32);
+    float *x = malloc((size_t)M * k * 4), *yw = malloc((size_t)M * n * 4), *ya = malloc((size_t)M * n * 4);
+    for (size_t i = 0; i < (size_t)M * k; i++) x[i] = tu_randf(&rs);
+    char fast[64], wide[64];
+    snprintf(fast, sizeof fast, "cpu.matmul.%s.avx2", sfx(t));
+    snprintf(wide, sizeof wide, "cpu.matmul.%s.avx512vl", sfx(t));
+    kreg_reset_switches();
+    if (nospread) kreg_disable("cpu.gemv.spread");
+    uint64_t w0 = kreg_count(wide), f0 = kreg_count(fast);
+    be->matmul(be, yw, x, &w, M);
+    CHECKF(kreg_count(wide) == w0 + 1 && kreg_count(fast) == f0, "%s M=%d n=%d k=%d: the wide tile did not run",
+           sfx(t), M, n, k);
+    kreg_disable(wide);
+    w0 = kreg_count(wide), f0 = kreg_count(fast);
+    be->matmul(be, ya, x, &w, M);
+    CHECKF(kreg_count(wide) == w0 && kreg_count(fast) == f0 + 1, "%s: switching %s off did not route to %s",
+           sfx(t), wide, fast);
+    kreg_reset_switches();
+    CHECKF(!memcmp(yw, ya, (size_t)M * n * 4), "%s M=%d n=%d k=%d ld=%d: wide tile differs from the AVX2 tile",
+           sfx(t), M, n, k, ld);
+    free(x), free(yw), free(ya);
     free_w(&w);
 }
 
@@ -228,7 +266,9 @@ int main(void) {
     rs = tu_seed();
 #if defined(__x86_64__)
     g_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    g_avx512 = g_avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
 #endif
+    printf("AVX-512VL prefill tile: %s\n", g_avx512 ? "tested" : "not on this CPU (skipped)");
     dl_backend *be = be_create("cpu", 2), *be1 = be_create("cpu", 1);
     CHECK(be && be1);
     if (!be || !be1) return TEST_END();
@@ -252,6 +292,15 @@ int main(void) {
         for (int M = 1; M <= 8; M++)
             for (size_t si = 0; si < sizeof sp / sizeof *sp; si++)
                 check_spread(be, be1, ts[ti], M, sp[si][0], sp[si][1], sp[si][2]);
+    static const int wm[] = {9, 11, 12, 13, 16, 37, 64};
+    static const int wsh[][3] = {{1, 1, 1}, {5, 7, 8}, {37, 61, 61}, {130, 1029, 1031}, {67, 520, 520},
+                                 {33, 1500, 1503}};
+    for (int ti = 0; ti < 3; ti++) {
+        for (size_t mi = 0; mi < sizeof wm / sizeof *wm; mi++)
+            for (size_t si = 0; si < sizeof wsh / sizeof *wsh; si++)
+                check_wide(be, ts[ti], wm[mi], wsh[si][0], wsh[si][1], wsh[si][2], 0);
+        for (int M = 4; M <= 8; M++) check_wide(be, ts[ti], M, 67, 1029, 1031, 1);
+    }
     /* big shape: threads actually split N */
     check_case(be, DT_BF16, 1, 1024, 4096, 4096, 1);
     check_case(be, DT_BF16, 9, 512, 1536, 1536, 1);

@@ -151,6 +151,8 @@ int qmm_peak_of_kernel(const char *k) {
         {"cpu.qmm.i8wo.avx2", QPK_FMA_YMM},         {"cpu.qmm.fp8.avx512", QPK_FMA_ZMM},
         {"cpu.qmm.i8wo.avx512", QPK_FMA_ZMM},       {"cpu.qmm.int8.avx512vnni", QPK_DPBUSD_ZMM},
         {"cpu.qmm.int8.avxvnni", QPK_DPBUSD_YMM},   {"cpu.qmm.int8.avx2", QPK_MADDUBS_YMM},
+        {"cpu.matmul.f32.avx512vl", QPK_FMA_YMM},   {"cpu.matmul.f16.avx512vl", QPK_FMA_YMM},
+        {"cpu.matmul.bf16.avx512vl", QPK_FMA_YMM},
     };
     for (size_t i = 0; k && i < sizeof T / sizeof *T; i++)
         if (!strcmp(k, T[i].kernel)) return T[i].instr;

@@ -7,7 +7,8 @@
  *          once and multiplied with every row of x (1x4 micro-kernel);
  *   M >= 4 (prefill): 4 rows of x x 2 weight rows (4x2 micro-kernel) over the
  *          chunk, so each converted weight vector is reused 4 times and the
- *          chunk stays in L2 across the M loop.
+ *          chunk stays in L2 across the M loop; on AVX-512 CPUs 6 x 4 (the
+ *          same ymm arithmetic with 32 registers, MM_WIDE).
  * Determinism / batch invariance: every micro-kernel computes an output
  * element the same way — one 8-lane fp32 FMA accumulator over k in steps of
  * 8 (the k tail zero-padded to a full step), a fixed-order horizontal sum,
@@ -43,6 +44,12 @@ enum { MM_SPREAD_MAX_M = 8 };
 static kreg_kernel K_f32 = KREG_KERNEL("cpu.matmul.f32.avx2", "AVX2 f32-weight GEMV/GEMM");
 static kreg_kernel K_f16 = KREG_KERNEL("cpu.matmul.f16.avx2", "AVX2/F16C f16-weight GEMV/GEMM");
 static kreg_kernel K_bf16 = KREG_KERNEL("cpu.matmul.bf16.avx2", "AVX2 bf16-weight GEMV/GEMM");
+static kreg_kernel K_f32_w = KREG_KERNEL("cpu.matmul.f32.avx512vl", "AVX-512VL f32-weight 6x4 prefill tile "
+                                                          "(M > 8; same bits as the AVX2 4x2 tile)");
+static kreg_kernel K_f16_w = KREG_KERNEL("cpu.matmul.f16.avx512vl", "AVX-512VL f16-weight 6x4 prefill tile "
+                                                          "(M > 8; same bits as the AVX2 4x2 tile)");
+static kreg_kernel K_bf16_w = KREG_KERNEL("cpu.matmul.bf16.avx512vl", "AVX-512VL bf16-weight 6x4 prefill tile "
+                                                          "(M > 8; same bits as the AVX2 4x2 tile)");
 static kreg_kernel K_f32_ref = KREG_KERNEL("cpu.matmul.f32.ref", "scalar f32-weight matmul");
 static kreg_kernel K_f16_ref = KREG_KERNEL("cpu.matmul.f16.ref", "scalar f16-weight matmul");
 static kreg_kernel K_bf16_ref = KREG_KERNEL("cpu.matmul.bf16.ref", "scalar bf16-weight matmul");
@@ -99,18 +106,20 @@ CPU_AVX2_INLINE __m256 wt_bf16(const void *p, size_t i, int r) {
  * zero-padded last step at k1 (tail = K - k1 < 8). x rows are ldx apart,
  * weight rows ldwb bytes apart. MR, NR are constants at every call site, so
  * the accumulators live in registers inside the k loop. Splitting k into
- * blocks does not change any lane's sequence of FMAs. */
-#define MM_KERNEL(SUF, WL, WT)                                                                   \
-    CPU_AVX2_INLINE void mk_##SUF(__m256 *accp, size_t astr, const float *x, size_t ldx,          \
-                                  const char *w, size_t ldwb, size_t k0, size_t k1, int tail,    \
-                                  const int MR, const int NR) {                                  \
-        __m256 acc[4][4];                                                                        \
-        _Pragma("GCC unroll 4") for (int m = 0; m < MR; m++)                                     \
+ * blocks does not change any lane's sequence of FMAs. MM_MICRO defines one
+ * as NAME with the inline/target attributes INL, for MR <= MAXR, NR <= 4
+ * (the AVX2 mk_* and the AVX-512VL mw_* share this body, hence their bits). */
+#define MM_MICRO(NAME, INL, MAXR, WL, WT)                                                        \
+    INL void NAME(__m256 *accp, size_t astr, const float *x, size_t ldx,                         \
+                  const char *w, size_t ldwb, size_t k0, size_t k1, int tail, const int MR,    \
+                  const int NR) {                                                              \
+        __m256 acc[MAXR][4];                                                                     \
+        _Pragma("GCC unroll 8") for (int m = 0; m < MR; m++)                                     \
             _Pragma("GCC unroll 4") for (int n = 0; n < NR; n++) acc[m][n] = accp[m * astr + n]; \
         for (size_t k = k0; k < k1; k += 8) {                                                    \
             __m256 wv[4];                                                                        \
             _Pragma("GCC unroll 4") for (int n = 0; n < NR; n++) wv[n] = WL(w + n * ldwb, k);    \
-            _Pragma("GCC unroll 4") for (int m = 0; m < MR; m++) {                               \
+            _Pragma("GCC unroll 8") for (int m = 0; m < MR; m++) {                               \
                 __m256 xv = _mm256_loadu_ps(x + m * ldx + k);                                    \
                 _Pragma("GCC unroll 4") for (int n = 0; n < NR; n++)                             \
                     acc[m][n] = _mm256_fmadd_ps(xv, wv[n], acc[m][n]);                           \
@@ -119,15 +128,18 @@ CPU_AVX2_INLINE __m256 wt_bf16(const void *p, size_t i, int r) {
         if (tail) {                                                                              \
             __m256 wv[4];                                                                        \
             _Pragma("GCC unroll 4") for (int n = 0; n < NR; n++) wv[n] = WT(w + n * ldwb, k1, tail); \
-            _Pragma("GCC unroll 4") for (int m = 0; m < MR; m++) {                               \
+            _Pragma("GCC unroll 8") for (int m = 0; m < MR; m++) {                               \
                 __m256 xv = _mm256_maskload_ps(x + m * ldx + k1, cpu_mask(tail));                \
                 _Pragma("GCC unroll 4") for (int n = 0; n < NR; n++)                             \
                     acc[m][n] = _mm256_fmadd_ps(xv, wv[n], acc[m][n]);                           \
             }                                                                                    \
         }                                                                                        \
-        _Pragma("GCC unroll 4") for (int m = 0; m < MR; m++)                                     \
+        _Pragma("GCC unroll 8") for (int m = 0; m < MR; m++)                                     \
             _Pragma("GCC unroll 4") for (int n = 0; n < NR; n++) accp[m * astr + n] = acc[m][n]; \
-    }                                                                                            \
+    }
+
+#define MM_KERNEL(SUF, WL, WT)                                                                   \
+    MM_MICRO(mk_##SUF, CPU_AVX2_INLINE, 4, WL, WT)                                               \
     /* GEMV tile: y[(n - n0) ys], n = weight rows w, w + ldwb, ... (NR of them), for one x row   \
      * over the whole k; bias[0..NR) their biases. */                                            \
     CPU_AVX2_INLINE void gv_##SUF(float *y, size_t ys, const float *x, size_t K, const char *w,  \
@@ -255,6 +267,76 @@ CPU_AVX2_INLINE __m256 wt_bf16(const void *p, size_t i, int r) {
 MM_KERNEL(f32, wl_f32, wt_f32)
 MM_KERNEL(f16, wl_f16, wt_f16)
 MM_KERNEL(bf16, wl_bf16, wt_bf16)
+
+/* The prefill tile on AVX-512 CPUs (cpu.matmul.*.avx512vl): the same 8-lane
+ * ymm arithmetic, EVEX-encoded so that 32 ymm registers are addressable:
+ * 6 x rows x 4 weight rows (24 accumulators, 4 widened weight vectors, one
+ * x vector) instead of the 4 x 2 tile that fits AVX2's 16 registers. Per
+ * step of 8 k: 4 weight loads (+ widening) and 6 x loads feed 24 FMAs,
+ * against 2 + 4 for 8. Every output is still one 8-lane accumulator over k
+ * in steps of 8 (k blocks in order, the zero-padded tail last), the fixed
+ * horizontal sum, + bias: bitwise the AVX2 kernel. */
+#define CPU_X512 __attribute__((target("avx512f,avx512vl,avx2,fma,f16c")))
+#define CPU_X512_INLINE static inline __attribute__((always_inline, target("avx512f,avx512vl,avx2,fma,f16c")))
+enum { MW_MR = 6, MW_NR = 4 };
+
+#define MM_WIDE(SUF, WL, WT)                                                                     \
+    /* MR x NR (<= 6 x 4) micro-kernel with the contract of mk_##SUF. */                         \
+    MM_MICRO(mw_##SUF, CPU_X512_INLINE, MW_MR, WL, WT)                                           \
+    /* The tile for mr (1..6) x rows and NR weight rows: constant shapes per call. */            \
+    CPU_X512_INLINE void mw_##SUF##_mr(int mr, __m256 *accp, size_t astr, const float *x,        \
+                                       size_t ldx, const char *w, size_t ldwb, size_t k0,        \
+                                       size_t k1, int tail, const int NR) {                      \
+        switch (mr) {                                                                            \
+        case 1: mw_##SUF(accp, astr, x, ldx, w, ldwb, k0, k1, tail, 1, NR); break;               \
+        case 2: mw_##SUF(accp, astr, x, ldx, w, ldwb, k0, k1, tail, 2, NR); break;               \
+        case 3: mw_##SUF(accp, astr, x, ldx, w, ldwb, k0, k1, tail, 3, NR); break;               \
+        case 4: mw_##SUF(accp, astr, x, ldx, w, ldwb, k0, k1, tail, 4, NR); break;               \
+        case 5: mw_##SUF(accp, astr, x, ldx, w, ldwb, k0, k1, tail, 5, NR); break;               \
+        default: mw_##SUF(accp, astr, x, ldx, w, ldwb, k0, k1, tail, 6, NR); break;              \
+        }                                                                                        \
+    }                                                                                            \
+    /* Prefill chunk [n0, n1) of output columns for all M rows: blocks of MM_NB columns, 6 x     \
+     * rows at a time (the last M mod 6 in one narrower pass), k in MM_KB blocks; the same      \
+     * outputs, bit for bit, as mm_##SUF's non-spread path. */                                  \
+    CPU_X512 static void mmw_##SUF(void *ctx, size_t n0, size_t n1) {                            \
+        const mm_ctx *c = ctx;                                                                   \
+        const dl_weight *w = c->w;                                                               \
+        size_t K = (size_t)w->k, N = (size_t)w->n, M = (size_t)c->M, K8 = K & ~(size_t)7;        \
+        int tail = (int)(K - K8);                                                                \
+        size_t ldwb = (size_t)w->ld * dt_size(w->dtype);                                         \
+        const char *wd = w->data;                                                                \
+        float bias[MM_NB];                                                                       \
+        __m256 acc[MW_MR * MM_NB]; /* [MW_MR][MM_NB] accumulators of one row block */            \
+        for (size_t nb = n0; nb < n1; nb += MM_NB) {                                             \
+            size_t ne = nb + MM_NB < n1 ? nb + MM_NB : n1, nn = ne - nb;                         \
+            for (size_t n = nb; n < ne; n++) bias[n - nb] = w_bias_at(w, (int64_t)n);            \
+            for (size_t m = 0; m < M; m += MW_MR) {                                              \
+                const int mr = M - m < MW_MR ? (int)(M - m) : MW_MR;                             \
+                const float *xm = c->x + m * K;                                                  \
+                for (size_t i = 0; i < MW_MR * MM_NB; i++) acc[i] = _mm256_setzero_ps();        \
+                for (size_t kb = 0; kb < K8 || kb == 0; kb += MM_KB) {                           \
+                    size_t ke = kb + MM_KB < K8 ? kb + MM_KB : K8;                               \
+                    int tl = ke == K8 ? tail : 0;                                                \
+                    size_t j = 0;                                                                \
+                    for (; j + MW_NR <= nn; j += MW_NR)                                          \
+                        mw_##SUF##_mr(mr, acc + j, MM_NB, xm, K, wd + (nb + j) * ldwb, ldwb, kb, \
+                                      ke, tl, MW_NR);                                            \
+                    for (; j < nn; j++)                                                          \
+                        mw_##SUF##_mr(mr, acc + j, MM_NB, xm, K, wd + (nb + j) * ldwb, ldwb, kb, \
+                                      ke, tl, 1);                                                \
+                    if (ke == K8) break;                                                         \
+                }                                                                                \
+                for (size_t r = 0; r < (size_t)mr; r++)                                          \
+                    for (size_t j = 0; j < nn; j++)                                              \
+                        c->y[(m + r) * N + nb + j] = cpu_hsum(acc[r * MM_NB + j]) + bias[j];     \
+            }                                                                                    \
+        }                                                                                        \
+    }
+
+MM_WIDE(f32, wl_f32, wt_f32)
+MM_WIDE(f16, wl_f16, wt_f16)
+MM_WIDE(bf16, wl_bf16, wt_bf16)
 #endif
 
 /* Fill y with NaN so a failed matmul cannot pass silently (ops return void). */
@@ -265,22 +347,22 @@ static void mm_fail(float *y, const dl_weight *w, int M) {
 }
 
 void cpu_matmul(cpu_state *st, float *y, const float *x, const dl_weight *w, int M) {
-    kreg_kernel *fast, *ref;
-    tp_fn ffn = NULL;
+    kreg_kernel *fast, *ref, *wide;
+    tp_fn ffn = NULL, wfn = NULL;
     switch (w->dtype) {
-    case DT_F32: fast = &K_f32, ref = &K_f32_ref;
+    case DT_F32: fast = &K_f32, ref = &K_f32_ref, wide = &K_f32_w;
 #if CPU_X86
-        ffn = mm_f32;
+        ffn = mm_f32, wfn = mmw_f32;
 #endif
         break;
-    case DT_F16: fast = &K_f16, ref = &K_f16_ref;
+    case DT_F16: fast = &K_f16, ref = &K_f16_ref, wide = &K_f16_w;
 #if CPU_X86
-        ffn = mm_f16;
+        ffn = mm_f16, wfn = mmw_f16;
 #endif
         break;
-    case DT_BF16: fast = &K_bf16, ref = &K_bf16_ref;
+    case DT_BF16: fast = &K_bf16, ref = &K_bf16_ref, wide = &K_bf16_w;
 #if CPU_X86
-        ffn = mm_bf16;
+        ffn = mm_bf16, wfn = mmw_bf16;
 #endif
         break;
     case DT_F8E4M3: case DT_F8E5M2: case DT_I8:
@@ -293,10 +375,15 @@ void cpu_matmul(cpu_state *st, float *y, const float *x, const dl_weight *w, int
     }
     if (M <= 0 || w->n <= 0) return;
     mm_ctx c = {y, x, w, M, 0};
-    if (st->avx2 && ffn && kreg_use(fast)) {
+    /* the prefill path (M >= 4, rows not spread) on AVX-512 CPUs: the 6x4 tile; switched
+     * off, the AVX2 kernel's 4x2 */
+    const int spread = M <= MM_SPREAD_MAX_M && rs_use();
+    if (st->avx2 && M >= 4 && !spread && st->avx512 && wfn && kreg_use(wide)) ffn = wfn;
+    else if (!(st->avx2 && ffn && kreg_use(fast))) ffn = NULL;
+    if (ffn) {
         /* Chunks of output columns; multiples of 4 keep the micro-kernels full. */
         size_t grain = M < 4 ? 16 : 32;
-        if (M <= MM_SPREAD_MAX_M && rs_use()) {
+        if (spread) {
             c.spread = 1;
             grain = rs_chunk_rows((size_t)w->n, (size_t)w->ld * dt_size(w->dtype), M < 4 ? 4 : 2,
                                   tp_nthreads(st->tp));
