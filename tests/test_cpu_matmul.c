@@ -266,7 +266,8 @@ int main(void) {
     rs = tu_seed();
 #if defined(__x86_64__)
     g_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    g_avx512 = g_avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
+    g_avx512 = g_avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+               __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw");
 #endif
     printf("AVX-512VL prefill tile: %s\n", g_avx512 ? "tested" : "not on this CPU (skipped)");
     dl_backend *be = be_create("cpu", 2), *be1 = be_create("cpu", 1);

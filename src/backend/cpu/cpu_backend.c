@@ -7,6 +7,7 @@
 
 #include "backend/cpu/cpu_gdn.h"
 #include "backend/cpu/cpu_internal.h"
+#include "backend/cpu/cpu_quant_hook.h"
 #if CPU_X86
 #include <cpuid.h>
 #endif
@@ -201,22 +202,6 @@ static int has_avx2(void) {
 #endif
 }
 
-/* AVX-512 F + VL usable (on top of has_avx2): CPUID leaf 7 bits 16 and 31,
- * and the OS saving the opmask and upper ZMM state (XCR0 bits 5-7). */
-static int has_avx512vl(void) {
-#if CPU_X86
-    unsigned a, b, c, d;
-    if (!has_avx2()) return 0;
-    unsigned lo, hi;
-    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-    if ((lo & 0xe0) != 0xe0) return 0;
-    __cpuid_count(7, 0, a, b, c, d);
-    return ((b >> 16) & 1) && ((b >> 31) & 1);
-#else
-    return 0;
-#endif
-}
-
 /* Create the CPU backend. nthreads > 0: a pool of that many threads owned by
  * the backend; <= 0: the process-wide default pool. NULL + dl_errmsg. */
 dl_backend *cpu_backend_create(int nthreads) {
@@ -239,7 +224,9 @@ dl_backend *cpu_backend_create(int nthreads) {
         return dl_err_prefix("cpu backend"), NULL;
     }
     st->avx2 = has_avx2();
-    st->avx512 = has_avx512vl();
+#if CPU_HAVE_QMATMUL /* the quantized kernels' cpuid + xgetbv reading (F, VL, DQ, BW, ZMM state) */
+    st->avx512 = st->avx2 && (qmm_cpu_features() & QMM_CPU_AVX512) != 0;
+#endif
     be->name = "cpu";
     be->impl = st;
     be->alloc = cpu_alloc;

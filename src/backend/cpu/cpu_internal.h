@@ -18,7 +18,7 @@ typedef struct {
     tpool *tp;       /* pool ops run on */
     int own_tp;      /* 1 if tp was created for this backend */
     int avx2;        /* CPU has AVX2 + FMA + F16C */
-    int avx512;      /* and AVX-512 F + VL with the OS saving ZMM / opmask state */
+    int avx512;      /* and AVX-512 F/VL/DQ/BW with the OS saving ZMM state (qmm_cpu_features) */
     dl_batch batch;  /* copy of the current forward's batch (host pointers) */
     const dl_kvcache *kv;
 } cpu_state;

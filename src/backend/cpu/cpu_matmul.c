@@ -45,11 +45,14 @@ static kreg_kernel K_f32 = KREG_KERNEL("cpu.matmul.f32.avx2", "AVX2 f32-weight G
 static kreg_kernel K_f16 = KREG_KERNEL("cpu.matmul.f16.avx2", "AVX2/F16C f16-weight GEMV/GEMM");
 static kreg_kernel K_bf16 = KREG_KERNEL("cpu.matmul.bf16.avx2", "AVX2 bf16-weight GEMV/GEMM");
 static kreg_kernel K_f32_w = KREG_KERNEL("cpu.matmul.f32.avx512vl", "AVX-512VL f32-weight 6x4 prefill tile "
-                                                          "(M > 8; same bits as the AVX2 4x2 tile)");
+                                                          "(M > 8, or M >= 4 with cpu.gemv.spread off; same bits "
+                                                          "as the AVX2 4x2 tile)");
 static kreg_kernel K_f16_w = KREG_KERNEL("cpu.matmul.f16.avx512vl", "AVX-512VL f16-weight 6x4 prefill tile "
-                                                          "(M > 8; same bits as the AVX2 4x2 tile)");
+                                                          "(M > 8, or M >= 4 with cpu.gemv.spread off; same bits "
+                                                          "as the AVX2 4x2 tile)");
 static kreg_kernel K_bf16_w = KREG_KERNEL("cpu.matmul.bf16.avx512vl", "AVX-512VL bf16-weight 6x4 prefill tile "
-                                                          "(M > 8; same bits as the AVX2 4x2 tile)");
+                                                          "(M > 8, or M >= 4 with cpu.gemv.spread off; same bits "
+                                                          "as the AVX2 4x2 tile)");
 static kreg_kernel K_f32_ref = KREG_KERNEL("cpu.matmul.f32.ref", "scalar f32-weight matmul");
 static kreg_kernel K_f16_ref = KREG_KERNEL("cpu.matmul.f16.ref", "scalar f16-weight matmul");
 static kreg_kernel K_bf16_ref = KREG_KERNEL("cpu.matmul.bf16.ref", "scalar bf16-weight matmul");
