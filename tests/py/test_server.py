@@ -556,10 +556,18 @@ def test_queue_full(model):
                 codes.append(200)
             except openai.APIStatusError as e:
                 codes.append(e.status_code)
-        th = [threading.Thread(target=work) for _ in range(6)]
+        # One request runs first; only then do five arrive together, so the
+        # one-slot queue is empty when they race for it (two arriving before
+        # the scheduler drains the first would make both contend for the slot).
+        first = threading.Thread(target=work)
+        first.start()
+        t0 = time.time()
+        while time.time() - t0 < 30 and metrics(srv.port).get("dotlm_running_sequences") != 1:
+            time.sleep(0.01)
+        th = [threading.Thread(target=work) for _ in range(5)]
         for t in th:
             t.start()
-        for t in th:
+        for t in th + [first]:
             t.join(60)
         T.check(codes.count(200) >= 2 and 429 in codes and set(codes) <= {200, 429},
                 "bounded queue answers 429: %r" % codes)
