@@ -61,24 +61,29 @@ static void check_case(dl_backend *be, dl_dtype t, int M, int n, int k, int ld, 
     size_t xn = (size_t)M * k, yn = (size_t)M * n;
     float *x = malloc(xn * 4), *yf = malloc(yn * 4), *yr = malloc(yn * 4), *yd = malloc(yn * 4);
     for (size_t i = 0; i < xn; i++) x[i] = tu_randf(&rs);
-    char fast[64], ref[64], wide[64];
+    char fast[64], ref[64], wide[64], bat[64];
     snprintf(fast, sizeof fast, "cpu.matmul.%s.avx2", sfx(t));
     snprintf(ref, sizeof ref, "cpu.matmul.%s.ref", sfx(t));
     snprintf(wide, sizeof wide, "cpu.matmul.%s.avx512vl", sfx(t));
+    snprintf(bat, sizeof bat, "cpu.matmul.%s.avx512vl.batch", sfx(t));
     kreg_reset_switches();
-    uint64_t f0 = kreg_count(fast), w0 = kreg_count(wide);
+    uint64_t f0 = kreg_count(fast), w0 = kreg_count(wide), b0 = kreg_count(bat);
     be->matmul(be, yf, x, &w, M);
-    /* exactly one fast kernel ran: the AVX-512VL tile on the prefill path (M > 8 here) */
-    const int want_wide = g_avx512 && M > 8;
-    int fast_ran = kreg_count(fast) + kreg_count(wide) == f0 + w0 + 1;
+    /* exactly one fast kernel ran: on AVX-512 CPUs the wide tile on the prefill path (M > 8
+     * here), the batch tile at M = 4..8 (rows spread) */
+    const int want_wide = g_avx512 && M > 8, want_bat = g_avx512 && M >= 4 && M <= 8;
+    int fast_ran = kreg_count(fast) + kreg_count(wide) + kreg_count(bat) == f0 + w0 + b0 + 1;
     CHECKF(fast_ran || !g_avx2, "%s did not run", fast);
     CHECKF(!g_avx2 || kreg_count(wide) == w0 + (uint64_t)want_wide, "%s M=%d: %s", wide, M,
            want_wide ? "did not run" : "ran off the prefill path");
+    CHECKF(!g_avx2 || kreg_count(bat) == b0 + (uint64_t)want_bat, "%s M=%d: %s", bat, M,
+           want_bat ? "did not run" : "ran off the batched decode");
     kreg_disable(fast);
     kreg_disable(wide);
-    uint64_t r0 = kreg_count(ref), f1 = kreg_count(fast), w1 = kreg_count(wide);
+    kreg_disable(bat);
+    uint64_t r0 = kreg_count(ref), f1 = kreg_count(fast), w1 = kreg_count(wide), b1 = kreg_count(bat);
     be->matmul(be, yr, x, &w, M);
-    CHECKF(kreg_count(ref) == r0 + 1 && kreg_count(fast) == f1 && kreg_count(wide) == w1,
+    CHECKF(kreg_count(ref) == r0 + 1 && kreg_count(fast) == f1 && kreg_count(wide) == w1 && kreg_count(bat) == b1,
            "switch %s did not route to %s", fast, ref);
     kreg_reset_switches();
     for (int m = 0; m < M; m++)
@@ -177,6 +182,35 @@ static void check_wide(dl_backend *be, dl_dtype t, int M, int n, int k, int ld, 
     CHECKF(!memcmp(yw, ya, (size_t)M * n * 4), "%s M=%d n=%d k=%d ld=%d: wide tile differs from the AVX2 tile",
            sfx(t), M, n, k, ld);
     free(x), free(yw), free(ya);
+    free_w(&w);
+}
+
+/* The AVX-512VL batched-decode tile (M = 4..8 rows of x x up to 5 spread
+ * weight rows over the whole k) gives the bits of the AVX2 4x2 spread tile
+ * (k tails, partial and adjacent last tiles, padded ld, bias), counted
+ * where it ran; switched off, the AVX2 kernel runs. */
+static void check_batch(dl_backend *be, dl_dtype t, int M, int n, int k, int ld) {
+    if (!g_avx512) return;
+    dl_weight w = make_w(n, k, ld, t, (n + k + M) & 1, DT_BF16);
+    float *x = malloc((size_t)M * k * 4), *yb = malloc((size_t)M * n * 4), *ya = malloc((size_t)M * n * 4);
+    for (size_t i = 0; i < (size_t)M * k; i++) x[i] = tu_randf(&rs);
+    char fast[64], bat[64];
+    snprintf(fast, sizeof fast, "cpu.matmul.%s.avx2", sfx(t));
+    snprintf(bat, sizeof bat, "cpu.matmul.%s.avx512vl.batch", sfx(t));
+    kreg_reset_switches();
+    uint64_t b0 = kreg_count(bat), f0 = kreg_count(fast);
+    be->matmul(be, yb, x, &w, M);
+    CHECKF(kreg_count(bat) == b0 + 1 && kreg_count(fast) == f0, "%s M=%d n=%d k=%d: the batch tile did not run",
+           sfx(t), M, n, k);
+    kreg_disable(bat);
+    b0 = kreg_count(bat), f0 = kreg_count(fast);
+    be->matmul(be, ya, x, &w, M);
+    CHECKF(kreg_count(bat) == b0 && kreg_count(fast) == f0 + 1, "%s: switching %s off did not route to %s",
+           sfx(t), bat, fast);
+    kreg_reset_switches();
+    CHECKF(!memcmp(yb, ya, (size_t)M * n * 4), "%s M=%d n=%d k=%d ld=%d: batch tile differs from the AVX2 tile",
+           sfx(t), M, n, k, ld);
+    free(x), free(yb), free(ya);
     free_w(&w);
 }
 
@@ -302,6 +336,12 @@ int main(void) {
                 check_wide(be, ts[ti], wm[mi], wsh[si][0], wsh[si][1], wsh[si][2], 0);
         for (int M = 4; M <= 8; M++) check_wide(be, ts[ti], M, 67, 1029, 1031, 1);
     }
+    static const int bsh[][3] = {{1, 1, 1}, {3, 7, 8}, {7, 64, 64}, {67, 131, 133}, {1030, 300, 301},
+                                 {4099, 72, 72}, {641, 1029, 1031}};
+    for (int ti = 0; ti < 3; ti++)
+        for (int M = 4; M <= 8; M++)
+            for (size_t si = 0; si < sizeof bsh / sizeof *bsh; si++)
+                check_batch(be, ts[ti], M, bsh[si][0], bsh[si][1], bsh[si][2]);
     /* big shape: threads actually split N */
     check_case(be, DT_BF16, 1, 1024, 4096, 4096, 1);
     check_case(be, DT_BF16, 9, 512, 1536, 1536, 1);

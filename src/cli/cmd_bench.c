@@ -16,13 +16,14 @@
 
 static void help(FILE *f) {
     fprintf(f,
-            "usage: dotlm bench [--shape NxK] [-t N] [--backend B] [--reps R]\n"
+            "usage: dotlm bench [--shape NxK] [-t N] [--backend B] [--reps R] [--gemv-m A,B,C,D]\n"
             "       dotlm bench --model MODEL_DIR [--prompt-len P] [--gen G] [-t N] [--backend B]\n"
             "       dotlm bench --sweep [--quick]\n\n"
             "Kernel mode: random weights in every format (bf16, f16, f32, fp8 e4m3 block 128x128,\n"
-            "fp8 per-channel, int8 W8A8); GEMV (M=1,2,4,8) as GB/s of weight bytes next to the\n"
-            "measured memory read bandwidth, and GEMM (M=256) GFLOP/s; on the CPU also as a share\n"
-            "of the measured peak of the instruction the kernel that ran multiplies with.\n"
+            "fp8 per-channel, int8 W8A8); GEMV (M=1,2,4,8, or the four batch sizes of --gemv-m,\n"
+            "1..64) as GB/s of weight bytes next to the measured memory read bandwidth (its\n"
+            "first column as a share of it), and GEMM (M=256) GFLOP/s; on the CPU also as a\n"
+            "share of the measured peak of the instruction the kernel that ran multiplies with.\n"
             "Model mode: prompt tok/s over P random tokens and decode tok/s over G steps, with\n"
             "the decode floor = weight bytes / read bandwidth.\n"
             "Sweep mode: every quantized CPU format x M in {1..256} x model and awkward shapes\n"
@@ -105,7 +106,9 @@ static int ran_peak_instr(const ksnap *s) {
     return -1;
 }
 
-static int kernel_bench(dl_backend *be, int64_t n, int64_t k, int reps) {
+/* The kernel table for an n x k weight: GEMV at the four batch sizes gm[0..3]
+ * (GB/s of weight bytes, reps calls each), GEMM at M = 256. */
+static int kernel_bench(dl_backend *be, int64_t n, int64_t k, int reps, const int gm[4]) {
     static const fmt_t fmts[] = {
         {"bf16", DT_BF16, WS_NONE, ACT_NATIVE},
         {"f16", DT_F16, WS_NONE, ACT_NATIVE},
@@ -127,8 +130,11 @@ static int kernel_bench(dl_backend *be, int64_t n, int64_t k, int reps) {
         printf("\n");
     }
     printf("shape N x K = %lld x %lld\n", (long long)n, (long long)k);
-    printf("%-20s %10s %10s %10s %10s %8s %12s %s\n", "format", "M=1 GB/s", "M=2 GB/s", "M=4 GB/s",
-           "M=8 GB/s", "M1 %bw", "M=256 GF/s", cpu ? "  % of the peak of the instruction that ran" : "");
+    char mh[5][24];
+    for (int i = 0; i < 4; i++) snprintf(mh[i], sizeof mh[i], "M=%d GB/s", gm[i]);
+    snprintf(mh[4], sizeof mh[4], "M%d %%bw", gm[0]);
+    printf("%-20s %10s %10s %10s %10s %8s %12s %s\n", "format", mh[0], mh[1], mh[2], mh[3], mh[4],
+           "M=256 GF/s", cpu ? "  % of the peak of the instruction that ran" : "");
     uint64_t seed = 0x9e3779b97f4a7c15ull;
     int Mmax = 256;
     float *x = be->alloc(be, sizeof(float) * (size_t)(Mmax * k));
@@ -175,7 +181,7 @@ static int kernel_bench(dl_backend *be, int64_t n, int64_t k, int reps) {
             printf("%-20s error: out of memory for %d weight copies\n", fmts[fi].name, nc);
         } else {
             double gbs[4];
-            int Ms[4] = {1, 2, 4, 8};
+            const int *Ms = gm;
             for (int mi = 0; mi < 4; mi++) {
                 be->matmul(be, y, x, &ws[0], Ms[mi]); /* warm-up */
                 be->sync(be);
@@ -290,6 +296,7 @@ int cmd_bench(int argc, char **argv) {
     int reps = 20, plen = 128, gen = 32;
     const char *model = NULL;
     int sweep = 0, quick = 0;
+    int gm[4] = {1, 2, 4, 8};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int r = cli_common_opt(&o, argc, argv, &i, "bench");
@@ -304,7 +311,15 @@ int cmd_bench(int argc, char **argv) {
                 return 2;
             }
         } else if (!strcmp(a, "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
-        else if (!strcmp(a, "--model") && i + 1 < argc) model = argv[++i];
+        else if (!strcmp(a, "--gemv-m") && i + 1 < argc) {
+            char tail;
+            const char *v = argv[++i];
+            if (sscanf(v, "%d,%d,%d,%d%c", &gm[0], &gm[1], &gm[2], &gm[3], &tail) != 4 || gm[0] < 1 ||
+                gm[0] > 64 || gm[1] < 1 || gm[1] > 64 || gm[2] < 1 || gm[2] > 64 || gm[3] < 1 || gm[3] > 64) {
+                fprintf(stderr, "dotlm bench: --gemv-m expects four batch sizes 1..64, e.g. 4,5,6,7 (got '%s')\n", v);
+                return 2;
+            }
+        } else if (!strcmp(a, "--model") && i + 1 < argc) model = argv[++i];
         else if (!strcmp(a, "--sweep")) sweep = 1;
         else if (!strcmp(a, "--quick")) quick = 1;
         else if (!strcmp(a, "--prompt-len") && i + 1 < argc) plen = atoi(argv[++i]);
@@ -333,7 +348,7 @@ int cmd_bench(int argc, char **argv) {
         fprintf(stderr, "dotlm bench: %s\n", dl_errmsg());
         return 1;
     }
-    int rc = kernel_bench(be, n, k, reps);
+    int rc = kernel_bench(be, n, k, reps, gm);
     if (rc) fprintf(stderr, "dotlm bench: %s\n", dl_errmsg());
     if (o.stats) kreg_print(stderr, 0);
     be_destroy(be);

@@ -178,6 +178,8 @@ def main():
                      "--step-tokens")
         expect_error("unwritable output", ["logits", d, *prompt, "--out", "/nonexistent/dir/x.npy"],
                      "/nonexistent/dir/x.npy")
+        expect_error("bench: bad batch sizes", ["bench", "--gemv-m", "4,5,0,7"], "--gemv-m", "4,5,0,7")
+        expect_error("bench: three batch sizes", ["bench", "--gemv-m", "4,5,6"], "--gemv-m")
         expect_error("tokenize: broken JSON line", ["tokenize", os.path.join(ROOT, "assets", "tokenizers", "qwen3")],
                      "line 2", stdin='"ok"\n"broken\n')
     print(f"test_bad_input: {passed} passed, {failed} failed")

@@ -5,10 +5,13 @@
  * of y) in chunks handed to the thread pool. Inside a chunk:
  *   M < 4  (decode, GEMV): groups of 4 weight rows, each streamed from memory
  *          once and multiplied with every row of x (1x4 micro-kernel);
- *   M >= 4 (prefill): 4 rows of x x 2 weight rows (4x2 micro-kernel) over the
- *          chunk, so each converted weight vector is reused 4 times and the
- *          chunk stays in L2 across the M loop; on AVX-512 CPUs 6 x 4 (the
- *          same ymm arithmetic with 32 registers, MM_WIDE).
+ *   4 <= M <= 8 (batched decode, rows spread): 4 rows of x x 2 spread weight
+ *          rows over the whole k; on AVX-512 CPUs M x 4..5 rows (MM_BATCH);
+ *   M > 8 (prefill; M >= 4 with spreading off): 4 rows of x x 2 weight rows
+ *          (4x2 micro-kernel) over the chunk, so each converted weight
+ *          vector is reused 4 times and the chunk stays in L2 across the M
+ *          loop; on AVX-512 CPUs 6 x 4 (the same ymm arithmetic with 32
+ *          registers, MM_WIDE).
  * Determinism / batch invariance: every micro-kernel computes an output
  * element the same way — one 8-lane fp32 FMA accumulator over k in steps of
  * 8 (the k tail zero-padded to a full step), a fixed-order horizontal sum,
@@ -53,6 +56,15 @@ static kreg_kernel K_f16_w = KREG_KERNEL("cpu.matmul.f16.avx512vl", "AVX-512VL f
 static kreg_kernel K_bf16_w = KREG_KERNEL("cpu.matmul.bf16.avx512vl", "AVX-512VL bf16-weight 6x4 prefill tile "
                                                           "(M > 8, or M >= 4 with cpu.gemv.spread off; same bits "
                                                           "as the AVX2 4x2 tile)");
+static kreg_kernel K_f32_b = KREG_KERNEL("cpu.matmul.f32.avx512vl.batch", "AVX-512VL f32-weight M x NR "
+                                                          "batched-decode tile (4 <= M <= 8, rows spread; same "
+                                                          "bits as the AVX2 4x2 tile)");
+static kreg_kernel K_f16_b = KREG_KERNEL("cpu.matmul.f16.avx512vl.batch", "AVX-512VL f16-weight M x NR "
+                                                          "batched-decode tile (4 <= M <= 8, rows spread; same "
+                                                          "bits as the AVX2 4x2 tile)");
+static kreg_kernel K_bf16_b = KREG_KERNEL("cpu.matmul.bf16.avx512vl.batch", "AVX-512VL bf16-weight M x NR "
+                                                          "batched-decode tile (4 <= M <= 8, rows spread; same "
+                                                          "bits as the AVX2 4x2 tile)");
 static kreg_kernel K_f32_ref = KREG_KERNEL("cpu.matmul.f32.ref", "scalar f32-weight matmul");
 static kreg_kernel K_f16_ref = KREG_KERNEL("cpu.matmul.f16.ref", "scalar f16-weight matmul");
 static kreg_kernel K_bf16_ref = KREG_KERNEL("cpu.matmul.bf16.ref", "scalar bf16-weight matmul");
@@ -110,39 +122,39 @@ CPU_AVX2_INLINE __m256 wt_bf16(const void *p, size_t i, int r) {
  * weight rows ldwb bytes apart. MR, NR are constants at every call site, so
  * the accumulators live in registers inside the k loop. Splitting k into
  * blocks does not change any lane's sequence of FMAs. MM_MICRO defines one
- * as NAME with the inline/target attributes INL, for MR <= MAXR, NR <= 4
+ * as NAME with the inline/target attributes INL, for MR <= MAXR, NR <= MAXN
  * (the AVX2 mk_* and the AVX-512VL mw_* share this body, hence their bits). */
-#define MM_MICRO(NAME, INL, MAXR, WL, WT)                                                        \
+#define MM_MICRO(NAME, INL, MAXR, MAXN, WL, WT)                                                  \
     INL void NAME(__m256 *accp, size_t astr, const float *x, size_t ldx,                         \
                   const char *w, size_t ldwb, size_t k0, size_t k1, int tail, const int MR,    \
                   const int NR) {                                                              \
-        __m256 acc[MAXR][4];                                                                     \
+        __m256 acc[MAXR][MAXN];                                                                  \
         _Pragma("GCC unroll 8") for (int m = 0; m < MR; m++)                                     \
-            _Pragma("GCC unroll 4") for (int n = 0; n < NR; n++) acc[m][n] = accp[m * astr + n]; \
+            _Pragma("GCC unroll 8") for (int n = 0; n < NR; n++) acc[m][n] = accp[m * astr + n]; \
         for (size_t k = k0; k < k1; k += 8) {                                                    \
-            __m256 wv[4];                                                                        \
-            _Pragma("GCC unroll 4") for (int n = 0; n < NR; n++) wv[n] = WL(w + n * ldwb, k);    \
+            __m256 wv[MAXN];                                                                     \
+            _Pragma("GCC unroll 8") for (int n = 0; n < NR; n++) wv[n] = WL(w + n * ldwb, k);    \
             _Pragma("GCC unroll 8") for (int m = 0; m < MR; m++) {                               \
                 __m256 xv = _mm256_loadu_ps(x + m * ldx + k);                                    \
-                _Pragma("GCC unroll 4") for (int n = 0; n < NR; n++)                             \
+                _Pragma("GCC unroll 8") for (int n = 0; n < NR; n++)                             \
                     acc[m][n] = _mm256_fmadd_ps(xv, wv[n], acc[m][n]);                           \
             }                                                                                    \
         }                                                                                        \
         if (tail) {                                                                              \
-            __m256 wv[4];                                                                        \
-            _Pragma("GCC unroll 4") for (int n = 0; n < NR; n++) wv[n] = WT(w + n * ldwb, k1, tail); \
+            __m256 wv[MAXN];                                                                     \
+            _Pragma("GCC unroll 8") for (int n = 0; n < NR; n++) wv[n] = WT(w + n * ldwb, k1, tail); \
             _Pragma("GCC unroll 8") for (int m = 0; m < MR; m++) {                               \
                 __m256 xv = _mm256_maskload_ps(x + m * ldx + k1, cpu_mask(tail));                \
-                _Pragma("GCC unroll 4") for (int n = 0; n < NR; n++)                             \
+                _Pragma("GCC unroll 8") for (int n = 0; n < NR; n++)                             \
                     acc[m][n] = _mm256_fmadd_ps(xv, wv[n], acc[m][n]);                           \
             }                                                                                    \
         }                                                                                        \
         _Pragma("GCC unroll 8") for (int m = 0; m < MR; m++)                                     \
-            _Pragma("GCC unroll 4") for (int n = 0; n < NR; n++) accp[m * astr + n] = acc[m][n]; \
+            _Pragma("GCC unroll 8") for (int n = 0; n < NR; n++) accp[m * astr + n] = acc[m][n]; \
     }
 
 #define MM_KERNEL(SUF, WL, WT)                                                                   \
-    MM_MICRO(mk_##SUF, CPU_AVX2_INLINE, 4, WL, WT)                                               \
+    MM_MICRO(mk_##SUF, CPU_AVX2_INLINE, 4, 4, WL, WT)                                            \
     /* GEMV tile: y[(n - n0) ys], n = weight rows w, w + ldwb, ... (NR of them), for one x row   \
      * over the whole k; bias[0..NR) their biases. */                                            \
     CPU_AVX2_INLINE void gv_##SUF(float *y, size_t ys, const float *x, size_t K, const char *w,  \
@@ -281,11 +293,20 @@ MM_KERNEL(bf16, wl_bf16, wt_bf16)
  * horizontal sum, + bias: bitwise the AVX2 kernel. */
 #define CPU_X512 __attribute__((target("avx512f,avx512vl,avx2,fma,f16c")))
 #define CPU_X512_INLINE static inline __attribute__((always_inline, target("avx512f,avx512vl,avx2,fma,f16c")))
-enum { MW_MR = 6, MW_NR = 4 };
+enum { MW_MR = 6, MW_NR = 4, MW_MAXR = 8, MW_MAXN = 5 };
+
+/* Weight rows per batched-decode tile at M rows of x (4..8). Measured on the
+ * EPYC dev VM, 4096x4096, 1 thread (bench/cpu-2026-12-05c): NR = 2..8 each
+ * tried; these were fastest or within the noise of it. M = 6..8 spill a few
+ * accumulators (M x NR + NR > 32 ymm) and are still faster than NR = 3. */
+static int mwb_nr(int M) {
+    static const int t[9] = {0, 0, 0, 0, 4, 5, 5, 5, 4};
+    return t[M];
+}
 
 #define MM_WIDE(SUF, WL, WT)                                                                     \
     /* MR x NR (<= 6 x 4) micro-kernel with the contract of mk_##SUF. */                         \
-    MM_MICRO(mw_##SUF, CPU_X512_INLINE, MW_MR, WL, WT)                                           \
+    MM_MICRO(mw_##SUF, CPU_X512_INLINE, MW_MAXR, MW_MAXN, WL, WT)                                \
     /* The tile for mr (1..6) x rows and NR weight rows: constant shapes per call. */            \
     CPU_X512_INLINE void mw_##SUF##_mr(int mr, __m256 *accp, size_t astr, const float *x,        \
                                        size_t ldx, const char *w, size_t ldwb, size_t k0,        \
@@ -340,6 +361,51 @@ enum { MW_MR = 6, MW_NR = 4 };
 MM_WIDE(f32, wl_f32, wt_f32)
 MM_WIDE(f16, wl_f16, wt_f16)
 MM_WIDE(bf16, wl_bf16, wt_bf16)
+
+/* The batch tile for MRC (constant) x rows and nr (1..5) weight rows. */
+#define MWB_NR(SUF, MRC)                                                                         \
+    switch (nr) {                                                                                \
+    case 1: mw_##SUF(acc, MW_MAXN, xm, K, wt, wst, 0, K8, tail, MRC, 1); break;                   \
+    case 2: mw_##SUF(acc, MW_MAXN, xm, K, wt, wst, 0, K8, tail, MRC, 2); break;                   \
+    case 3: mw_##SUF(acc, MW_MAXN, xm, K, wt, wst, 0, K8, tail, MRC, 3); break;                   \
+    case 4: mw_##SUF(acc, MW_MAXN, xm, K, wt, wst, 0, K8, tail, MRC, 4); break;                   \
+    default: mw_##SUF(acc, MW_MAXN, xm, K, wt, wst, 0, K8, tail, MRC, 5); break;                  \
+    }
+
+#define MM_BATCH(SUF)                                                                            \
+    /* Batched decode (4 <= M <= 8, rows spread) chunk [n0, n1): tiles of mwb_nr(M) weight rows \
+     * spread over the chunk (rs_tile), each through the M x nr micro-kernel over the whole k,  \
+     * so every weight row is read once for all M rows of x; each output as in mm_##SUF. */     \
+    CPU_X512 static void mwb_##SUF(void *ctx, size_t n0, size_t n1) {                            \
+        const mm_ctx *c = ctx;                                                                   \
+        const dl_weight *w = c->w;                                                               \
+        size_t K = (size_t)w->k, N = (size_t)w->n, K8 = K & ~(size_t)7;                          \
+        const int M = c->M, tail = (int)(K - K8), G = mwb_nr(M);                                 \
+        size_t ldwb = (size_t)w->ld * dt_size(w->dtype);                                         \
+        const float *xm = c->x;                                                                  \
+        int64_t n, st, nr;                                                                       \
+        for (int64_t t = 0; (nr = rs_tile((int64_t)n0, (int64_t)n1, G, 1, t, &n, &st)) > 0; t++) { \
+            const char *wt = (const char *)w->data + (size_t)n * ldwb;                           \
+            size_t wst = (size_t)st * ldwb;                                                      \
+            __m256 acc[MW_MAXR * MW_MAXN];                                                       \
+            for (int i = 0; i < M * MW_MAXN; i++) acc[i] = _mm256_setzero_ps();                  \
+            switch (M) {                                                                         \
+            case 4: MWB_NR(SUF, 4) break;                                                        \
+            case 5: MWB_NR(SUF, 5) break;                                                        \
+            case 6: MWB_NR(SUF, 6) break;                                                        \
+            case 7: MWB_NR(SUF, 7) break;                                                        \
+            default: MWB_NR(SUF, 8) break;                                                       \
+            }                                                                                    \
+            for (int i = 0; i < M; i++)                                                          \
+                for (int j = 0; j < (int)nr; j++)                                                \
+                    c->y[(size_t)i * N + (size_t)(n + j * st)] =                                 \
+                        cpu_hsum(acc[i * MW_MAXN + j]) + w_bias_at(w, n + j * st);               \
+        }                                                                                        \
+    }
+
+MM_BATCH(f32)
+MM_BATCH(f16)
+MM_BATCH(bf16)
 #endif
 
 /* Fill y with NaN so a failed matmul cannot pass silently (ops return void). */
@@ -350,22 +416,22 @@ static void mm_fail(float *y, const dl_weight *w, int M) {
 }
 
 void cpu_matmul(cpu_state *st, float *y, const float *x, const dl_weight *w, int M) {
-    kreg_kernel *fast, *ref, *wide;
-    tp_fn ffn = NULL, wfn = NULL;
+    kreg_kernel *fast, *ref, *wide, *batch;
+    tp_fn ffn = NULL, wfn = NULL, bfn = NULL;
     switch (w->dtype) {
-    case DT_F32: fast = &K_f32, ref = &K_f32_ref, wide = &K_f32_w;
+    case DT_F32: fast = &K_f32, ref = &K_f32_ref, wide = &K_f32_w, batch = &K_f32_b;
 #if CPU_X86
-        ffn = mm_f32, wfn = mmw_f32;
+        ffn = mm_f32, wfn = mmw_f32, bfn = mwb_f32;
 #endif
         break;
-    case DT_F16: fast = &K_f16, ref = &K_f16_ref, wide = &K_f16_w;
+    case DT_F16: fast = &K_f16, ref = &K_f16_ref, wide = &K_f16_w, batch = &K_f16_b;
 #if CPU_X86
-        ffn = mm_f16, wfn = mmw_f16;
+        ffn = mm_f16, wfn = mmw_f16, bfn = mwb_f16;
 #endif
         break;
-    case DT_BF16: fast = &K_bf16, ref = &K_bf16_ref, wide = &K_bf16_w;
+    case DT_BF16: fast = &K_bf16, ref = &K_bf16_ref, wide = &K_bf16_w, batch = &K_bf16_b;
 #if CPU_X86
-        ffn = mm_bf16, wfn = mmw_bf16;
+        ffn = mm_bf16, wfn = mmw_bf16, bfn = mwb_bf16;
 #endif
         break;
     case DT_F8E4M3: case DT_F8E5M2: case DT_I8:
@@ -381,15 +447,17 @@ void cpu_matmul(cpu_state *st, float *y, const float *x, const dl_weight *w, int
     /* the prefill path (M >= 4, rows not spread) on AVX-512 CPUs: the 6x4 tile; switched
      * off, the AVX2 kernel's 4x2 */
     const int spread = M <= MM_SPREAD_MAX_M && rs_use();
-    if (st->avx2 && M >= 4 && !spread && st->avx512 && wfn && kreg_use(wide)) ffn = wfn;
+    const int bat = spread && M >= 4 && st->avx2 && st->avx512 && bfn && kreg_use(batch);
+    if (bat) ffn = bfn;
+    else if (st->avx2 && M >= 4 && !spread && st->avx512 && wfn && kreg_use(wide)) ffn = wfn;
     else if (!(st->avx2 && ffn && kreg_use(fast))) ffn = NULL;
     if (ffn) {
         /* Chunks of output columns; multiples of 4 keep the micro-kernels full. */
         size_t grain = M < 4 ? 16 : 32;
         if (spread) {
             c.spread = 1;
-            grain = rs_chunk_rows((size_t)w->n, (size_t)w->ld * dt_size(w->dtype), M < 4 ? 4 : 2,
-                                  tp_nthreads(st->tp));
+            grain = rs_chunk_rows((size_t)w->n, (size_t)w->ld * dt_size(w->dtype),
+                                  M < 4 ? 4 : bat ? mwb_nr(M) : 2, tp_nthreads(st->tp));
         }
         tp_run(st->tp, (size_t)w->n, grain, ffn, &c);
     } else {
