@@ -303,8 +303,8 @@ static void test_invariance(tpool *tp) {
     }
 }
 
-/* Decode sizes (M = 1..3, and M = 4, 5 for the e4m3 GEMV with the VBMI
- * tables): the kernels that read spread-out rows (cpu.gemv.spread,
+/* Decode sizes (M = 1..3, and M = 4..8 for the AVX-512 fp8 register
+ * GEMV): the kernels that read spread-out rows (cpu.gemv.spread,
  * core/rowspread.h) give bitwise the results of adjacent rows, with the
  * AVX-512 kernels on and off (the AVX2 fp8 / int8 kernels), on 3 threads
  * and on 1, and count exactly where they spread (M = 1..6). */
@@ -331,10 +331,10 @@ static void test_spread(tpool *tp) {
                         kreg_disable("cpu.qmm.fp8.avx512,cpu.qmm.i8wo.avx512,cpu.qmm.int8.avx512vnni");
                     /* which kernels spread: every fast one at M <= 3 but the
                      * AVX-512 int8 weight-only tiles (M >= 2); at M >= 4 the
-                     * e4m3 GEMV with the VBMI tables only */
+                     * AVX-512 fp8 register GEMV only */
                     int avx512 = !no512 && (cf & QMM_CPU_AVX512);
-                    int vbmi = avx512 && (cf & QMM_CPU_VBMI) && F->dt == DT_F8E4M3 && M <= QMM_GEMV_MAX_M_VBMI;
-                    int expect = (M <= 3 || vbmi) &&
+                    int f8gemv = avx512 && F->dt != DT_I8 && M <= QMM_F8_GEMV_MAX_M;
+                    int expect = (M <= 3 || f8gemv) &&
                                  !(F->dt == DT_I8 && F->actq == ACT_NATIVE && M >= 2 && avx512) &&
                                  (cf & QMM_CPU_AVX2);
                     uint64_t c0 = kreg_count("cpu.gemv.spread");
@@ -356,8 +356,8 @@ static void test_spread(tpool *tp) {
 }
 
 /* The AVX-512 e4m3 register GEMV with the table widening
- * (cpu.qmm.fp8.avx512vbmi, VBMI CPUs, M <= 5) against the fp16 widening
- * (M <= 3) and the widened-panel tiles (M >= 4): every non-NaN code in
+ * (cpu.qmm.fp8.avx512vbmi, VBMI CPUs, M <= 8) against the fp16 widening
+ * (the same GEMV; M = 9: both the widened-panel tiles): every non-NaN code in
  * every position of a tile (rows of codes (r * 37 + k) mod 256), M = 1..9,
  * segment tails, block and channel scales: bitwise; and the switch routes. */
 static void test_vbmi(tpool *tp) {
@@ -383,7 +383,7 @@ static void test_vbmi(tpool *tp) {
             uint64_t c0 = kreg_count("cpu.qmm.fp8.avx512vbmi");
             int rc = qmm_matmul(y0, x, &w, M, tp);
             int ran = kreg_count("cpu.qmm.fp8.avx512vbmi") == c0 + 1;
-            CHECKF(ran == (M <= QMM_GEMV_MAX_M_VBMI && (cf & QMM_CPU_VBMI)), "M=%d: vbmi kernel ran %d, CPU has VBMI %d", M,
+            CHECKF(ran == (M <= QMM_F8_GEMV_MAX_M && (cf & QMM_CPU_VBMI)), "M=%d: vbmi kernel ran %d, CPU has VBMI %d", M,
                    ran, !!(cf & QMM_CPU_VBMI));
             kreg_disable("cpu.qmm.fp8.avx512vbmi");
             rc |= qmm_matmul(y1, x, &w, M, tp);
@@ -402,8 +402,10 @@ static void test_vbmi(tpool *tp) {
 static void test_nan_codes(tpool *tp) {
     uint64_t s = g_seed ^ 6;
     const dl_dtype dts[2] = {DT_F8E4M3, DT_F8E5M2};
+    static const int Ms[] = {1, 3, 4, 5, 8}; /* the register GEMV's 1-, 2- and 4-row groups */
     for (int d = 0; d < 2; d++)
-        for (int M = 1; M <= 3; M += 2) {
+        for (size_t mi = 0; mi < sizeof Ms / sizeof *Ms; mi++) {
+            const int M = Ms[mi];
             int64_t n = 37, k = 300;
             tw t;
             tw_make(&t, n, k, 0, dts[d], WS_BLOCK, 16, 64, 0, 0, &s);

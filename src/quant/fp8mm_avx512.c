@@ -1,5 +1,5 @@
 /* fp32-accumulating quantized matmul, AVX-512: register-widening GEMV for
- * fp8 at M <= 3, register-blocked tiles on a widened panel otherwise.
+ * fp8 at M <= 8, register-blocked tiles on a widened panel otherwise.
  *
  * Same numbers as fp8mm_rows_avx2 (and its M = 1 kernel), bit for bit: each
  * output (m, n) owns one 8-lane fp32 accumulator fed with FMAs of 8 k's at a
@@ -17,8 +17,9 @@
  * 2^-8) into a buffer of row pairs, [pair][chunk of 8 k][row 2p | row 2p+1],
  * and the activation segment of every row is copied zero-padded to whole
  * chunks (once per call at M <= 8), then every (6-row, 8-row) tile runs over
- * the segment. At M <= 3 (fp8) the codes are instead widened in registers,
- * 32 per instruction, two weight rows per zmm (gemv8_t). */
+ * the segment. At M <= 8 (fp8) the codes are instead widened in registers,
+ * 32 per instruction, two weight rows per zmm (gemv8_t), for up to 4
+ * activation rows at a time. */
 #include <immintrin.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,6 @@
 #define NB 64 /* output rows per panel (large M) */
 #define MR 6  /* activation rows per tile */
 #define NT 8  /* weight rows per tile (4 pairs) */
-#define GEMV_MAX_M 3 /* fp8 at M <= 3: codes widened in registers (gemv_rows) */
 
 /* 64-byte aligned allocation (aligned_alloc wants a size multiple of 64). */
 static void *amalloc(size_t n) { return aligned_alloc(64, (n + 63) / 64 * 64); }
@@ -262,31 +262,45 @@ static const uint8_t VB_PERM[64] = {
 #undef G8_SETUP
 #undef G8_WIDEN
 
-/* gemv8v_t for one and two activation rows: gemv8 (AVX-512 target) calls
- * these VBMI-target functions, which are inlined once gemv8 sits inside
- * gemv_rows_vbmi. */
+/* gemv8v_t for one, two and four activation rows: gemv8 (AVX-512 target)
+ * calls these VBMI-target functions, which are inlined once gemv8 sits
+ * inside gemv_rows_vbmi. */
 X512V_FN static inline int gemv8v1(const uint8_t *const *r, const float *x, int64_t xld, int64_t len, __m512 *p) {
     return gemv8v_t(DT_F8E4M3, 1, r, x, xld, len, p);
 }
 X512V_FN static inline int gemv8v2(const uint8_t *const *r, const float *x, int64_t xld, int64_t len, __m512 *p) {
     return gemv8v_t(DT_F8E4M3, 2, r, x, xld, len, p);
 }
-
-X512_FN static inline __attribute__((always_inline)) int gemv8(dl_dtype dt, int vbmi, int MX, const uint8_t *const *r, const float *x,
-                         int64_t xld, int64_t len, __m512 *p) {
-    if (dt == DT_F8E4M3 && vbmi) return MX == 2 ? gemv8v2(r, x, xld, len, p) : gemv8v1(r, x, xld, len, p);
-    if (dt == DT_F8E4M3)
-        return MX == 2 ? gemv8_t(DT_F8E4M3, 2, r, x, xld, len, p) : gemv8_t(DT_F8E4M3, 1, r, x, xld, len, p);
-    return MX == 2 ? gemv8_t(DT_F8E5M2, 2, r, x, xld, len, p) : gemv8_t(DT_F8E5M2, 1, r, x, xld, len, p);
+X512V_FN static inline int gemv8v3(const uint8_t *const *r, const float *x, int64_t xld, int64_t len, __m512 *p) {
+    return gemv8v_t(DT_F8E4M3, 3, r, x, xld, len, p);
+}
+X512V_FN static inline int gemv8v4(const uint8_t *const *r, const float *x, int64_t xld, int64_t len, __m512 *p) {
+    return gemv8v_t(DT_F8E4M3, 4, r, x, xld, len, p);
 }
 
-/* M = 1..3 over output rows [n0, n1) (fp8 dtypes): 8-row tiles (adjacent
+/* The register GEMV for MX = 1..4 activation rows (constant at each call),
+ * with the table widening when vbmi (e4m3). */
+#define G8_CALL(F, DT) \
+    (MX == 4 ? F(DT, 4, r, x, xld, len, p) : MX == 3 ? F(DT, 3, r, x, xld, len, p) \
+     : MX == 2 ? F(DT, 2, r, x, xld, len, p) : F(DT, 1, r, x, xld, len, p))
+X512_FN static inline __attribute__((always_inline)) int gemv8(dl_dtype dt, int vbmi, int MX, const uint8_t *const *r,
+                                                               const float *x, int64_t xld, int64_t len, __m512 *p) {
+    if (dt == DT_F8E4M3 && vbmi)
+        return MX == 4 ? gemv8v4(r, x, xld, len, p) : MX == 3 ? gemv8v3(r, x, xld, len, p)
+               : MX == 2 ? gemv8v2(r, x, xld, len, p) : gemv8v1(r, x, xld, len, p);
+    if (dt == DT_F8E4M3) return G8_CALL(gemv8_t, DT_F8E4M3);
+    return G8_CALL(gemv8_t, DT_F8E5M2);
+}
+#undef G8_CALL
+
+/* Small M over output rows [n0, n1) (fp8 dtypes): 8-row tiles (adjacent
  * rows, or spread out when j->spread: core/rowspread.h) through all
- * segments, activation rows two at a time (the codes are widened again, from
- * L1, for a third row); a tile segment holding an e4m3 NaN code goes through
- * the widened buffer (exact NaN widening) and mk2x8 instead, same bits
- * otherwise. */
-X512_FN static inline __attribute__((always_inline)) int gemv_rows(const qmm_f32job *j, int64_t n0, int64_t n1, const int vbmi) {
+ * segments, activation rows four at a time, then the 3, 2 or 1 left (the
+ * codes are widened again, from L1, for each group); a tile segment holding
+ * an e4m3 NaN code goes through the widened buffer (exact NaN widening) and
+ * mk2x8 instead, same bits otherwise. */
+X512_FN static inline __attribute__((always_inline)) int gemv_rows(const qmm_f32job *j, int64_t n0, int64_t n1, const int vbmi,
+                                                                   const int big) {
     const dl_weight *w = j->w;
     const int64_t K = w->k, seg = j->seg, nseg = (K + seg - 1) / seg;
     const int64_t nchm = (seg + 15) / 16 * 2, ps = nchm * 16;
@@ -298,7 +312,7 @@ X512_FN static inline __attribute__((always_inline)) int gemv_rows(const qmm_f32
         const uint8_t *rows[NT];
         for (int64_t r = 0; r < NT; r++) /* missing rows alias row 0; dropped */
             rows[r] = (const uint8_t *)w->data + (nb0 + (r < nb ? r : 0) * st) * w->ld;
-        __m256 acc[QMM_GEMV_MAX_M_VBMI];
+        __m256 acc[QMM_F8_GEMV_MAX_M];
         for (int m = 0; m < M; m++) acc[m] = _mm256_setzero_ps();
         int64_t sidx[NT]; /* block layout: scale index of row r, segment g = sidx[r] + g */
         for (int64_t r = 0; block && r < NT; r++) sidx[r] = (nb0 + (r < nb ? r : 0) * st) / w->bn * nseg;
@@ -312,14 +326,16 @@ X512_FN static inline __attribute__((always_inline)) int gemv_rows(const qmm_f32
                 for (int64_t r = 0; r < NT; r++) sb[r] = scale_load(w, sidx[r] + g);
                 sbv = _mm256_load_ps(sb);
             }
-            for (int m0 = 0; m0 < M; m0 += 2) {
-                const int mx = M - m0 >= 2 ? 2 : 1;
+            for (int m0 = 0; m0 < M;) {
+                /* groups of 4 rows, then of the 3, 2 or 1 left */
+                const int mx = big ? (M - m0 >= 4 ? 4 : M - m0) : M - m0 >= 2 ? 2 : 1;
                 const float *xm = j->x + (int64_t)m0 * K + k0;
-                __m512 p;
-                if (gemv8(w->dtype, vbmi, mx, rk, xm, K, len, &p)) {
+                __m512 p[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+                if (mx == 4 ? gemv8(w->dtype, vbmi, 4, rk, xm, K, len, p)
+                            : gemv8(w->dtype, vbmi, mx, rk, xm, K, len, p)) {
                     if (!wbuf) {
                         wbuf = amalloc((size_t)(NT / 2 * ps) * sizeof(float));
-                        xbuf = amalloc((size_t)(2 * nchm * 8) * sizeof(float));
+                        xbuf = amalloc((size_t)(4 * nchm * 8) * sizeof(float));
                         if (!wbuf || !xbuf) {
                             free(wbuf), free(xbuf);
                             return -1;
@@ -333,17 +349,22 @@ X512_FN static inline __attribute__((always_inline)) int gemv_rows(const qmm_f32
                         memcpy(xd, xm + i * K, (size_t)len * sizeof(float));
                         memset(xd + len, 0, (size_t)(nch * 8 - len) * sizeof(float));
                     }
-                    const float *xr[2] = {xbuf, xbuf + (mx - 1) * nch * 8};
-                    mk2x8(xr, wbuf, ps, nch, &p);
+                    for (int q = 0; 2 * q < mx; q++) {
+                        const int qb = 2 * q + 1 < mx ? 2 * q + 1 : mx - 1;
+                        const float *xr[2] = {xbuf + 2 * q * nch * 8, xbuf + qb * nch * 8};
+                        mk2x8(xr, wbuf, ps, nch, q ? p + 1 : p);
+                    }
                 }
                 for (int i = 0; i < mx; i++) {
                     const int m = m0 + i;
-                    __m256 t = i ? _mm512_extractf32x8_ps(p, 1) : _mm512_castps512_ps256(p);
+                    const __m512 pi = i < 2 ? p[0] : p[1]; /* constant indices: p stays in registers */
+                    __m256 t = i & 1 ? _mm512_extractf32x8_ps(pi, 1) : _mm512_castps512_ps256(pi);
                     t = _mm256_mul_ps(t, _mm256_set1_ps(us));
                     if (j->xs_mode == 2) t = _mm256_mul_ps(t, _mm256_set1_ps(j->xs[(int64_t)m * nseg + g]));
                     if (block) t = _mm256_mul_ps(t, sbv);
                     acc[m] = _mm256_add_ps(acc[m], t);
                 }
+                m0 += mx;
             }
         }
         for (int m = 0; m < M; m++) {
@@ -363,15 +384,24 @@ X512_FN static inline __attribute__((always_inline)) int gemv_rows(const qmm_f32
     return 0;
 }
 
-/* gemv_rows compiled twice: with the fp16 widening, and (e4m3, VBMI CPUs)
- * with the table widening inlined as well. */
-X512_FN static int gemv_rows_plain(const qmm_f32job *j, int64_t n0, int64_t n1) { return gemv_rows(j, n0, n1, 0); }
-X512V_FN static int gemv_rows_vbmi(const qmm_f32job *j, int64_t n0, int64_t n1) { return gemv_rows(j, n0, n1, 1); }
+/* gemv_rows compiled four times: with the fp16 widening, and (e4m3, VBMI
+ * CPUs) with the table widening inlined as well; for M <= 2 (groups of 1
+ * and 2 rows only) and for M = 3..8 (groups of 4 and 3 too), so that the
+ * 4-row groups' register pressure does not reach the decode loops. The
+ * VBMI 3..8 form is flattened: GCC otherwise leaves its 3- and 4-row
+ * groups out of line, reloading the tables per segment. */
+X512_FN static int gemv_rows_plain(const qmm_f32job *j, int64_t n0, int64_t n1) { return gemv_rows(j, n0, n1, 0, 0); }
+X512V_FN static int gemv_rows_vbmi(const qmm_f32job *j, int64_t n0, int64_t n1) { return gemv_rows(j, n0, n1, 1, 0); }
+X512_FN static int gemv_rows_plain_big(const qmm_f32job *j, int64_t n0, int64_t n1) { return gemv_rows(j, n0, n1, 0, 1); }
+X512V_FN __attribute__((flatten)) static int gemv_rows_vbmi_big(const qmm_f32job *j, int64_t n0, int64_t n1) {
+    return gemv_rows(j, n0, n1, 1, 1);
+}
 
 X512_FN int fp8mm_rows_avx512(const qmm_f32job *j, int64_t n0, int64_t n1) {
     const dl_weight *w = j->w;
-    if (j->vbmi && j->M <= QMM_GEMV_MAX_M_VBMI) return gemv_rows_vbmi(j, n0, n1);
-    if (j->M <= GEMV_MAX_M && w->dtype != DT_I8) return gemv_rows_plain(j, n0, n1);
+    if (j->M <= QMM_F8_GEMV_MAX_M && w->dtype != DT_I8)
+        return j->M <= 2 ? (j->vbmi ? gemv_rows_vbmi(j, n0, n1) : gemv_rows_plain(j, n0, n1))
+                         : (j->vbmi ? gemv_rows_vbmi_big(j, n0, n1) : gemv_rows_plain_big(j, n0, n1));
     if (j->M == 1) return fp8mm_rows_avx2(j, n0, n1);
     const int64_t K = w->k, seg = j->seg, nseg = (K + seg - 1) / seg;
     const int64_t nchm = (seg + 15) / 16 * 2;  /* chunks of 8 per segment, even */

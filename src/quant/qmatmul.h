@@ -80,13 +80,14 @@ typedef struct qmm_f32job {
     int M;
     float *y;   /* [M, w->n] */
     int spread; /* decode tiles take spread-out rows (core/rowspread.h; register GEMV and 4-row panels) */
-    int vbmi;   /* AVX-512 fp8 register GEMV (e4m3, M <= QMM_GEMV_MAX_M_VBMI): vpermi2b tables */
+    int vbmi;   /* AVX-512 fp8 register GEMV (e4m3, M <= QMM_F8_GEMV_MAX_M): vpermi2b tables */
 } qmm_f32job;
 
-/* The e4m3 register GEMV with the table widening runs up to this M (it
- * widens again per pair of activation rows; beyond, the widened-panel
- * tiles are faster). */
-#define QMM_GEMV_MAX_M_VBMI 5
+/* The AVX-512 fp8 register GEMV (codes widened in registers, with the
+ * VBMI tables or the fp16 widening) runs up to this M: it widens the codes
+ * again per group of 4 activation rows, so beyond M = 8 the widened-panel
+ * tiles, which widen once per panel, are faster. */
+#define QMM_F8_GEMV_MAX_M 8
 
 /* Output rows [n0, n1) for every m. Per (m, n): acc = sum over segments g of
  * t_g, t_g = p_g [* xs[m,g]] [* s_block(n,g)], p_g = the segment's dot in
@@ -94,9 +95,10 @@ typedef struct qmm_f32job {
  * out of memory (no message: called from worker threads). */
 int fp8mm_rows_ref(const qmm_f32job *j, int64_t n0, int64_t n1);
 int fp8mm_rows_avx2(const qmm_f32job *j, int64_t n0, int64_t n1);
-/* AVX-512 variant: M <= 3 widens the codes in registers (two weight rows
- * per zmm), larger M runs 6 x 8 register tiles on a widened panel; fp8 at
- * M = 1 and int8 weights at M = 1 use fp8mm_rows_avx2 internally. Bitwise
+/* AVX-512 variant: fp8 at M <= QMM_F8_GEMV_MAX_M widens the codes in
+ * registers (two weight rows per zmm), larger M (and int8 weights at
+ * M >= 2) runs 6 x 8 register tiles on a widened panel; int8 weights at
+ * M = 1 use fp8mm_rows_avx2 internally. Bitwise
  * the results of fp8mm_rows_avx2 (same per-output accumulation). */
 int fp8mm_rows_avx512(const qmm_f32job *j, int64_t n0, int64_t n1);
 /* Widen 16 stored codes of dtype to exact fp32 (AVX2). */

@@ -17,8 +17,8 @@
 #include "quant/qmatmul.h"
 
 static kreg_kernel K_I8_V512 = KREG_KERNEL("cpu.qmm.int8.avx512vnni", "W8A8 int8 dot, AVX-512 VNNI 4x6 tiles (M >= 4)");
-static kreg_kernel K_F8_512 = KREG_KERNEL("cpu.qmm.fp8.avx512", "fp8 weights, AVX-512: 8-row zmm GEMV (M <= 3), 6x8 register tiles");
-static kreg_kernel K_F8_VBMI = KREG_KERNEL("cpu.qmm.fp8.avx512vbmi", "e4m3 weights, AVX-512 register GEMV (M <= 5) widening through vpermi2b tables (same bits)");
+static kreg_kernel K_F8_512 = KREG_KERNEL("cpu.qmm.fp8.avx512", "fp8 weights, AVX-512: 8-row zmm GEMV (M <= 8), 6x8 register tiles");
+static kreg_kernel K_F8_VBMI = KREG_KERNEL("cpu.qmm.fp8.avx512vbmi", "e4m3 weights, AVX-512 register GEMV (M <= 8) widening through vpermi2b tables (same bits)");
 static kreg_kernel K_WO_512 = KREG_KERNEL("cpu.qmm.i8wo.avx512", "int8 weights x fp32 activations, AVX-512 tiles (M >= 2)");
 static kreg_kernel K_I8_VNNI = KREG_KERNEL("cpu.qmm.int8.avxvnni", "W8A8 int8 dot, AVX-VNNI vpdpbusd");
 static kreg_kernel K_I8_AVX2 = KREG_KERNEL("cpu.qmm.int8.avx2", "W8A8 int8 dot, AVX2 maddubs/madd");
@@ -254,13 +254,13 @@ static int qmm_run(float *y, const float *x, const dl_weight *w, int M, tpool *t
     if (!force_ref && (big || !i8) && cf.avx512 && kreg_use(i8 ? &K_WO_512 : &K_F8_512)) c.kind = 3;
     else if (i8) c.kind = pick(&K_WO_AVX2, &K_WO_REF, avx2, force_ref);
     else c.kind = pick(&K_F8_AVX2, &K_F8_REF, avx2, force_ref);
-    /* the AVX-512 e4m3 GEMV widens through byte tables where VBMI exists, which makes it the
-     * faster kernel up to M = QMM_GEMV_MAX_M_VBMI (beyond, the widened-panel tiles) */
-    if (c.kind == 3 && w->dtype == DT_F8E4M3 && M <= QMM_GEMV_MAX_M_VBMI && cf.vbmi && kreg_use(&K_F8_VBMI)) j.vbmi = 1;
-    /* decode kernels with spread-out tiles: the AVX-512 fp8 GEMV (8 rows, M <= 3, or 5 with
-     * the tables) and the AVX2 kernel's 4-row panels (int8 weight-only at M = 1 runs there too) */
+    /* the AVX-512 fp8 register GEMV (M <= QMM_F8_GEMV_MAX_M) widens e4m3 through byte
+     * tables where VBMI exists */
+    if (c.kind == 3 && w->dtype == DT_F8E4M3 && M <= QMM_F8_GEMV_MAX_M && cf.vbmi && kreg_use(&K_F8_VBMI)) j.vbmi = 1;
+    /* decode kernels with spread-out tiles: the AVX-512 fp8 register GEMV (8 rows) and the
+     * AVX2 kernel's 4-row panels (int8 weight-only at M = 1 runs there too) */
     int G = 0;
-    if ((M < 4 || j.vbmi) && c.kind == 3 && !i8) G = 8;
+    if (M <= QMM_F8_GEMV_MAX_M && c.kind == 3 && !i8) G = 8;
     else if (M < 4 && c.kind == 1) G = 4;
     run_tasks(tp, w, G, &j.spread, run_f32, &c);
     free(xw), free(xs);
