@@ -155,62 +155,36 @@ static void check_spread(dl_backend *be, dl_backend *be1, dl_dtype t, int M, int
     free_w(&w);
 }
 
-/* The AVX-512VL prefill tile (6 x rows x 4 weight rows) gives the bits of
- * the AVX2 4x2 tile at every M (k tails, column and row remainders, padded
- * ld, bias), counted where it ran; switched off, the AVX2 kernel runs. With
- * row spreading off, M = 4..8 take the prefill path too. */
-static void check_wide(dl_backend *be, dl_dtype t, int M, int n, int k, int ld, int nospread) {
+/* An AVX-512VL tile, cpu.matmul.<t>.<tile>, gives the bits of the AVX2
+ * tile it replaces, counted where it ran; switched off, the AVX2 kernel
+ * runs. tile "avx512vl": the prefill tile (6 x rows x 4 weight rows) at
+ * M > 8, and at M = 4..8 with row spreading off (nospread); k tails,
+ * column and row remainders, padded ld, bias. tile "avx512vl.batch": the
+ * batched-decode tile (M = 4..8 rows of x x up to 5 spread weight rows over
+ * the whole k; partial and adjacent last tiles). */
+static void check_tile(dl_backend *be, dl_dtype t, const char *tile, int M, int n, int k, int ld, int nospread) {
     if (!g_avx512) return;
-    dl_weight w = make_w(n, k, ld, t, (n + k) & 1, DT_F32);
+    dl_weight w = make_w(n, k, ld, t, (n + k + M) & 1, (n & 2) ? DT_BF16 : DT_F32);
     float *x = malloc((size_t)M * k * 4), *yw = malloc((size_t)M * n * 4), *ya = malloc((size_t)M * n * 4);
     for (size_t i = 0; i < (size_t)M * k; i++) x[i] = tu_randf(&rs);
     char fast[64], wide[64];
     snprintf(fast, sizeof fast, "cpu.matmul.%s.avx2", sfx(t));
-    snprintf(wide, sizeof wide, "cpu.matmul.%s.avx512vl", sfx(t));
+    snprintf(wide, sizeof wide, "cpu.matmul.%s.%s", sfx(t), tile);
     kreg_reset_switches();
     if (nospread) kreg_disable("cpu.gemv.spread");
     uint64_t w0 = kreg_count(wide), f0 = kreg_count(fast);
     be->matmul(be, yw, x, &w, M);
-    CHECKF(kreg_count(wide) == w0 + 1 && kreg_count(fast) == f0, "%s M=%d n=%d k=%d: the wide tile did not run",
-           sfx(t), M, n, k);
+    CHECKF(kreg_count(wide) == w0 + 1 && kreg_count(fast) == f0, "%s M=%d n=%d k=%d: %s did not run", sfx(t), M,
+           n, k, wide);
     kreg_disable(wide);
     w0 = kreg_count(wide), f0 = kreg_count(fast);
     be->matmul(be, ya, x, &w, M);
     CHECKF(kreg_count(wide) == w0 && kreg_count(fast) == f0 + 1, "%s: switching %s off did not route to %s",
            sfx(t), wide, fast);
     kreg_reset_switches();
-    CHECKF(!memcmp(yw, ya, (size_t)M * n * 4), "%s M=%d n=%d k=%d ld=%d: wide tile differs from the AVX2 tile",
-           sfx(t), M, n, k, ld);
+    CHECKF(!memcmp(yw, ya, (size_t)M * n * 4), "%s M=%d n=%d k=%d ld=%d: %s differs from the AVX2 tile", sfx(t),
+           M, n, k, ld, wide);
     free(x), free(yw), free(ya);
-    free_w(&w);
-}
-
-/* The AVX-512VL batched-decode tile (M = 4..8 rows of x x up to 5 spread
- * weight rows over the whole k) gives the bits of the AVX2 4x2 spread tile
- * (k tails, partial and adjacent last tiles, padded ld, bias), counted
- * where it ran; switched off, the AVX2 kernel runs. */
-static void check_batch(dl_backend *be, dl_dtype t, int M, int n, int k, int ld) {
-    if (!g_avx512) return;
-    dl_weight w = make_w(n, k, ld, t, (n + k + M) & 1, DT_BF16);
-    float *x = malloc((size_t)M * k * 4), *yb = malloc((size_t)M * n * 4), *ya = malloc((size_t)M * n * 4);
-    for (size_t i = 0; i < (size_t)M * k; i++) x[i] = tu_randf(&rs);
-    char fast[64], bat[64];
-    snprintf(fast, sizeof fast, "cpu.matmul.%s.avx2", sfx(t));
-    snprintf(bat, sizeof bat, "cpu.matmul.%s.avx512vl.batch", sfx(t));
-    kreg_reset_switches();
-    uint64_t b0 = kreg_count(bat), f0 = kreg_count(fast);
-    be->matmul(be, yb, x, &w, M);
-    CHECKF(kreg_count(bat) == b0 + 1 && kreg_count(fast) == f0, "%s M=%d n=%d k=%d: the batch tile did not run",
-           sfx(t), M, n, k);
-    kreg_disable(bat);
-    b0 = kreg_count(bat), f0 = kreg_count(fast);
-    be->matmul(be, ya, x, &w, M);
-    CHECKF(kreg_count(bat) == b0 && kreg_count(fast) == f0 + 1, "%s: switching %s off did not route to %s",
-           sfx(t), bat, fast);
-    kreg_reset_switches();
-    CHECKF(!memcmp(yb, ya, (size_t)M * n * 4), "%s M=%d n=%d k=%d ld=%d: batch tile differs from the AVX2 tile",
-           sfx(t), M, n, k, ld);
-    free(x), free(yb), free(ya);
     free_w(&w);
 }
 
@@ -333,15 +307,15 @@ int main(void) {
     for (int ti = 0; ti < 3; ti++) {
         for (size_t mi = 0; mi < sizeof wm / sizeof *wm; mi++)
             for (size_t si = 0; si < sizeof wsh / sizeof *wsh; si++)
-                check_wide(be, ts[ti], wm[mi], wsh[si][0], wsh[si][1], wsh[si][2], 0);
-        for (int M = 4; M <= 8; M++) check_wide(be, ts[ti], M, 67, 1029, 1031, 1);
+                check_tile(be, ts[ti], "avx512vl", wm[mi], wsh[si][0], wsh[si][1], wsh[si][2], 0);
+        for (int M = 4; M <= 8; M++) check_tile(be, ts[ti], "avx512vl", M, 67, 1029, 1031, 1);
     }
     static const int bsh[][3] = {{1, 1, 1}, {3, 7, 8}, {7, 64, 64}, {67, 131, 133}, {1030, 300, 301},
                                  {4099, 72, 72}, {641, 1029, 1031}};
     for (int ti = 0; ti < 3; ti++)
         for (int M = 4; M <= 8; M++)
             for (size_t si = 0; si < sizeof bsh / sizeof *bsh; si++)
-                check_batch(be, ts[ti], M, bsh[si][0], bsh[si][1], bsh[si][2]);
+                check_tile(be, ts[ti], "avx512vl.batch", M, bsh[si][0], bsh[si][1], bsh[si][2], 0);
     /* big shape: threads actually split N */
     check_case(be, DT_BF16, 1, 1024, 4096, 4096, 1);
     check_case(be, DT_BF16, 9, 512, 1536, 1536, 1);

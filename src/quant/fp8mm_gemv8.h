@@ -71,42 +71,37 @@ G8_FN static inline __attribute__((always_inline)) int G8_NAME(dl_dtype dt, int 
 #define ALL_PAIRS                                                                          \
     PAIR(c0, d0, e0, g0, r0, r1) PAIR(c1, d1, e1, g1, r2, r3) PAIR(c2, d2, e2, g2, r4, r5) \
     PAIR(c3, d3, e3, g3, r6, r7)
-#define XF(v, i) _mm512_broadcast_f32x8(_mm256_loadu_ps(v + k + 8 * i))
+    /* one step of 32 k with the x chunk loader XL: at MX <= 2 the chunks are
+     * loaded once for all pairs, at MX >= 3 inside each pair */
+#define STEP                                                                               \
+    __m512 x0, x1, x2, x3, y0, y1, y2, y3;                                                 \
+    if (MX <= 2) {                                                                         \
+        x0 = XL(x, 0), x1 = XL(x, 1), x2 = XL(x, 2), x3 = XL(x, 3);                        \
+        y0 = x0, y1 = x1, y2 = x2, y3 = x3;                                                \
+        if (MX == 2) y0 = XL(xb, 0), y1 = XL(xb, 1), y2 = XL(xb, 2), y3 = XL(xb, 3);       \
+    }                                                                                      \
+    ALL_PAIRS
+#define XL(v, i) _mm512_broadcast_f32x8(_mm256_loadu_ps(v + k + 8 * i))
     for (; k + 32 <= len; k += 32) {
         enum { FULL = 1 };
         const int64_t rem = 32;
         const __mmask32 mk = ~(__mmask32)0;
         (void)rem, (void)mk;
-        __m512 x0, x1, x2, x3, y0, y1, y2, y3;
-        if (MX <= 2) {
-            x0 = XF(x, 0), x1 = XF(x, 1), x2 = XF(x, 2), x3 = XF(x, 3);
-            y0 = x0, y1 = x1, y2 = x2, y3 = x3;
-            if (MX == 2) y0 = XF(xb, 0), y1 = XF(xb, 1), y2 = XF(xb, 2), y3 = XF(xb, 3);
-        }
-#define XL(v, i) XF(v, i)
-        ALL_PAIRS
-#undef XL
+        STEP
     }
+#undef XL
     if (k < len) {
         enum { FULL = 0 };
         const int64_t rem = len - k;
         const __mmask32 mk = (__mmask32)(((uint64_t)1 << rem) - 1);
-#define XC(v, i)                                                                                \
+#define XL(v, i)                                                                                \
     _mm512_broadcast_f32x8(_mm256_maskz_loadu_ps(                                               \
         rem > 8 * i ? (__mmask8)(rem - 8 * i >= 8 ? 0xff : (1u << (rem - 8 * i)) - 1) : 0,      \
         v + k + 8 * i))
-        __m512 x0, x1, x2, x3, y0, y1, y2, y3;
-        if (MX <= 2) {
-            x0 = XC(x, 0), x1 = XC(x, 1), x2 = XC(x, 2), x3 = XC(x, 3);
-            y0 = x0, y1 = x1, y2 = x2, y3 = x3;
-            if (MX == 2) y0 = XC(xb, 0), y1 = XC(xb, 1), y2 = XC(xb, 2), y3 = XC(xb, 3);
-        }
-#define XL(v, i) XC(v, i)
-        ALL_PAIRS
+        STEP
 #undef XL
-#undef XC
     }
-#undef XF
+#undef STEP
 #undef ALL_PAIRS
 #undef PAIR
 #undef FMA4

@@ -47,24 +47,17 @@ enum { MM_SPREAD_MAX_M = 8 };
 static kreg_kernel K_f32 = KREG_KERNEL("cpu.matmul.f32.avx2", "AVX2 f32-weight GEMV/GEMM");
 static kreg_kernel K_f16 = KREG_KERNEL("cpu.matmul.f16.avx2", "AVX2/F16C f16-weight GEMV/GEMM");
 static kreg_kernel K_bf16 = KREG_KERNEL("cpu.matmul.bf16.avx2", "AVX2 bf16-weight GEMV/GEMM");
-static kreg_kernel K_f32_w = KREG_KERNEL("cpu.matmul.f32.avx512vl", "AVX-512VL f32-weight 6x4 prefill tile "
-                                                          "(M > 8, or M >= 4 with cpu.gemv.spread off; same bits "
-                                                          "as the AVX2 4x2 tile)");
-static kreg_kernel K_f16_w = KREG_KERNEL("cpu.matmul.f16.avx512vl", "AVX-512VL f16-weight 6x4 prefill tile "
-                                                          "(M > 8, or M >= 4 with cpu.gemv.spread off; same bits "
-                                                          "as the AVX2 4x2 tile)");
-static kreg_kernel K_bf16_w = KREG_KERNEL("cpu.matmul.bf16.avx512vl", "AVX-512VL bf16-weight 6x4 prefill tile "
-                                                          "(M > 8, or M >= 4 with cpu.gemv.spread off; same bits "
-                                                          "as the AVX2 4x2 tile)");
-static kreg_kernel K_f32_b = KREG_KERNEL("cpu.matmul.f32.avx512vl.batch", "AVX-512VL f32-weight M x NR "
-                                                          "batched-decode tile (4 <= M <= 8, rows spread; same "
-                                                          "bits as the AVX2 4x2 tile)");
-static kreg_kernel K_f16_b = KREG_KERNEL("cpu.matmul.f16.avx512vl.batch", "AVX-512VL f16-weight M x NR "
-                                                          "batched-decode tile (4 <= M <= 8, rows spread; same "
-                                                          "bits as the AVX2 4x2 tile)");
-static kreg_kernel K_bf16_b = KREG_KERNEL("cpu.matmul.bf16.avx512vl.batch", "AVX-512VL bf16-weight M x NR "
-                                                          "batched-decode tile (4 <= M <= 8, rows spread; same "
-                                                          "bits as the AVX2 4x2 tile)");
+/* the AVX-512VL tiles' descriptions, per weight type T */
+#define MM_WIDE_DESC(T) \
+    "AVX-512VL " T "-weight 6x4 prefill tile (M > 8, or M >= 4 with cpu.gemv.spread off; same bits as the AVX2 4x2 tile)"
+#define MM_BATCH_DESC(T) \
+    "AVX-512VL " T "-weight M x NR batched-decode tile (4 <= M <= 8, rows spread; same bits as the AVX2 4x2 tile)"
+static kreg_kernel K_f32_w = KREG_KERNEL("cpu.matmul.f32.avx512vl", MM_WIDE_DESC("f32"));
+static kreg_kernel K_f16_w = KREG_KERNEL("cpu.matmul.f16.avx512vl", MM_WIDE_DESC("f16"));
+static kreg_kernel K_bf16_w = KREG_KERNEL("cpu.matmul.bf16.avx512vl", MM_WIDE_DESC("bf16"));
+static kreg_kernel K_f32_b = KREG_KERNEL("cpu.matmul.f32.avx512vl.batch", MM_BATCH_DESC("f32"));
+static kreg_kernel K_f16_b = KREG_KERNEL("cpu.matmul.f16.avx512vl.batch", MM_BATCH_DESC("f16"));
+static kreg_kernel K_bf16_b = KREG_KERNEL("cpu.matmul.bf16.avx512vl.batch", MM_BATCH_DESC("bf16"));
 static kreg_kernel K_f32_ref = KREG_KERNEL("cpu.matmul.f32.ref", "scalar f32-weight matmul");
 static kreg_kernel K_f16_ref = KREG_KERNEL("cpu.matmul.f16.ref", "scalar f16-weight matmul");
 static kreg_kernel K_bf16_ref = KREG_KERNEL("cpu.matmul.bf16.ref", "scalar bf16-weight matmul");
