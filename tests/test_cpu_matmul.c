@@ -70,8 +70,8 @@ static void check_case(dl_backend *be, dl_dtype t, int M, int n, int k, int ld, 
     uint64_t f0 = kreg_count(fast), w0 = kreg_count(wide), b0 = kreg_count(bat);
     be->matmul(be, yf, x, &w, M);
     /* exactly one fast kernel ran: on AVX-512 CPUs the wide tile on the prefill path (M > 8
-     * here), the batch tile at M = 4..8 (rows spread) */
-    const int want_wide = g_avx512 && M > 8, want_bat = g_avx512 && M >= 4 && M <= 8;
+     * here), the batch tile at M = 2..8 (rows spread) */
+    const int want_wide = g_avx512 && M > 8, want_bat = g_avx512 && M >= 2 && M <= 8;
     int fast_ran = kreg_count(fast) + kreg_count(wide) + kreg_count(bat) == f0 + w0 + b0 + 1;
     CHECKF(fast_ran || !g_avx2, "%s did not run", fast);
     CHECKF(!g_avx2 || kreg_count(wide) == w0 + (uint64_t)want_wide, "%s M=%d: %s", wide, M,
@@ -160,7 +160,7 @@ static void check_spread(dl_backend *be, dl_backend *be1, dl_dtype t, int M, int
  * runs. tile "avx512vl": the prefill tile (6 x rows x 4 weight rows) at
  * M > 8, and at M = 4..8 with row spreading off (nospread); k tails,
  * column and row remainders, padded ld, bias. tile "avx512vl.batch": the
- * batched-decode tile (M = 4..8 rows of x x up to 5 spread weight rows over
+ * batched-decode tile (M = 2..8 rows of x x up to 8 spread weight rows over
  * the whole k; partial and adjacent last tiles). */
 static void check_tile(dl_backend *be, dl_dtype t, const char *tile, int M, int n, int k, int ld, int nospread) {
     if (!g_avx512) return;
@@ -313,7 +313,7 @@ int main(void) {
     static const int bsh[][3] = {{1, 1, 1}, {3, 7, 8}, {7, 64, 64}, {67, 131, 133}, {1030, 300, 301},
                                  {4099, 72, 72}, {641, 1029, 1031}};
     for (int ti = 0; ti < 3; ti++)
-        for (int M = 4; M <= 8; M++)
+        for (int M = 2; M <= 8; M++)
             for (size_t si = 0; si < sizeof bsh / sizeof *bsh; si++)
                 check_tile(be, ts[ti], "avx512vl.batch", M, bsh[si][0], bsh[si][1], bsh[si][2], 0);
     /* big shape: threads actually split N */

@@ -6,7 +6,8 @@
  *   M < 4  (decode, GEMV): groups of 4 weight rows, each streamed from memory
  *          once and multiplied with every row of x (1x4 micro-kernel);
  *   4 <= M <= 8 (batched decode, rows spread): 4 rows of x x 2 spread weight
- *          rows over the whole k; on AVX-512 CPUs M x 4..5 rows (MM_BATCH);
+ *          rows over the whole k; on AVX-512 CPUs, 2 <= M <= 8: all M rows
+ *          x 4..8 weight rows (MM_BATCH);
  *   M > 8 (prefill; M >= 4 with spreading off): 4 rows of x x 2 weight rows
  *          (4x2 micro-kernel) over the chunk, so each converted weight
  *          vector is reused 4 times and the chunk stays in L2 across the M
@@ -51,7 +52,7 @@ static kreg_kernel K_bf16 = KREG_KERNEL("cpu.matmul.bf16.avx2", "AVX2 bf16-weigh
 #define MM_WIDE_DESC(T) \
     "AVX-512VL " T "-weight 6x4 prefill tile (M > 8, or M >= 4 with cpu.gemv.spread off; same bits as the AVX2 4x2 tile)"
 #define MM_BATCH_DESC(T) \
-    "AVX-512VL " T "-weight M x NR batched-decode tile (4 <= M <= 8, rows spread; same bits as the AVX2 4x2 tile)"
+    "AVX-512VL " T "-weight M x NR batched-decode tile (2 <= M <= 8, rows spread; same bits as the AVX2 tiles)"
 static kreg_kernel K_f32_w = KREG_KERNEL("cpu.matmul.f32.avx512vl", MM_WIDE_DESC("f32"));
 static kreg_kernel K_f16_w = KREG_KERNEL("cpu.matmul.f16.avx512vl", MM_WIDE_DESC("f16"));
 static kreg_kernel K_bf16_w = KREG_KERNEL("cpu.matmul.bf16.avx512vl", MM_WIDE_DESC("bf16"));
@@ -286,14 +287,15 @@ MM_KERNEL(bf16, wl_bf16, wt_bf16)
  * horizontal sum, + bias: bitwise the AVX2 kernel. */
 #define CPU_X512 __attribute__((target("avx512f,avx512vl,avx2,fma,f16c")))
 #define CPU_X512_INLINE static inline __attribute__((always_inline, target("avx512f,avx512vl,avx2,fma,f16c")))
-enum { MW_MR = 6, MW_NR = 4, MW_MAXR = 8, MW_MAXN = 5 };
+enum { MW_MR = 6, MW_NR = 4, MW_MAXR = 8, MW_MAXN = 8 };
 
-/* Weight rows per batched-decode tile at M rows of x (4..8). Measured on the
+/* Weight rows per batched-decode tile at M rows of x (2..8). Measured on the
  * EPYC dev VM, 4096x4096, 1 thread (bench/cpu-2026-12-05c): NR = 2..8 each
- * tried; these were fastest or within the noise of it. M = 6..8 spill a few
- * accumulators (M x NR + NR > 32 ymm) and are still faster than NR = 3. */
+ * tried at M >= 4, 4 / 6 / 8 at M = 2, 3; these were fastest or within the
+ * noise of it. M = 3 and 6..8 keep a few accumulators in memory
+ * (M x NR + NR > 32 ymm) and are still faster than a tile that fits. */
 static int mwb_nr(int M) {
-    static const int t[9] = {0, 0, 0, 0, 4, 5, 5, 5, 4};
+    static const int t[9] = {0, 0, 8, 8, 4, 5, 5, 5, 4};
     return t[M];
 }
 
@@ -355,18 +357,21 @@ MM_WIDE(f32, wl_f32, wt_f32)
 MM_WIDE(f16, wl_f16, wt_f16)
 MM_WIDE(bf16, wl_bf16, wt_bf16)
 
-/* The batch tile for MRC (constant) x rows and nr (1..5) weight rows. */
+/* The batch tile for MRC (constant) x rows and nr (1..8) weight rows. */
 #define MWB_NR(SUF, MRC)                                                                         \
     switch (nr) {                                                                                \
     case 1: mw_##SUF(acc, MW_MAXN, xm, K, wt, wst, 0, K8, tail, MRC, 1); break;                   \
     case 2: mw_##SUF(acc, MW_MAXN, xm, K, wt, wst, 0, K8, tail, MRC, 2); break;                   \
     case 3: mw_##SUF(acc, MW_MAXN, xm, K, wt, wst, 0, K8, tail, MRC, 3); break;                   \
     case 4: mw_##SUF(acc, MW_MAXN, xm, K, wt, wst, 0, K8, tail, MRC, 4); break;                   \
-    default: mw_##SUF(acc, MW_MAXN, xm, K, wt, wst, 0, K8, tail, MRC, 5); break;                  \
+    case 5: mw_##SUF(acc, MW_MAXN, xm, K, wt, wst, 0, K8, tail, MRC, 5); break;                   \
+    case 6: mw_##SUF(acc, MW_MAXN, xm, K, wt, wst, 0, K8, tail, MRC, 6); break;                   \
+    case 7: mw_##SUF(acc, MW_MAXN, xm, K, wt, wst, 0, K8, tail, MRC, 7); break;                   \
+    default: mw_##SUF(acc, MW_MAXN, xm, K, wt, wst, 0, K8, tail, MRC, 8); break;                  \
     }
 
 #define MM_BATCH(SUF)                                                                            \
-    /* Batched decode (4 <= M <= 8, rows spread) chunk [n0, n1): tiles of mwb_nr(M) weight rows \
+    /* Batched decode (2 <= M <= 8, rows spread) chunk [n0, n1): tiles of mwb_nr(M) weight rows \
      * spread over the chunk (rs_tile), each through the M x nr micro-kernel over the whole k,  \
      * so every weight row is read once for all M rows of x; each output as in mm_##SUF. */     \
     CPU_X512 static void mwb_##SUF(void *ctx, size_t n0, size_t n1) {                            \
@@ -383,6 +388,8 @@ MM_WIDE(bf16, wl_bf16, wt_bf16)
             __m256 acc[MW_MAXR * MW_MAXN];                                                       \
             for (int i = 0; i < M * MW_MAXN; i++) acc[i] = _mm256_setzero_ps();                  \
             switch (M) {                                                                         \
+            case 2: MWB_NR(SUF, 2) break;                                                        \
+            case 3: MWB_NR(SUF, 3) break;                                                        \
             case 4: MWB_NR(SUF, 4) break;                                                        \
             case 5: MWB_NR(SUF, 5) break;                                                        \
             case 6: MWB_NR(SUF, 6) break;                                                        \
@@ -440,7 +447,7 @@ void cpu_matmul(cpu_state *st, float *y, const float *x, const dl_weight *w, int
     /* the prefill path (M >= 4, rows not spread) on AVX-512 CPUs: the 6x4 tile; switched
      * off, the AVX2 kernel's 4x2 */
     const int spread = M <= MM_SPREAD_MAX_M && rs_use();
-    const int bat = spread && M >= 4 && st->avx2 && st->avx512 && bfn && kreg_use(batch);
+    const int bat = spread && M >= 2 && st->avx2 && st->avx512 && bfn && kreg_use(batch);
     if (bat) ffn = bfn;
     else if (st->avx2 && M >= 4 && !spread && st->avx512 && wfn && kreg_use(wide)) ffn = wfn;
     else if (!(st->avx2 && ffn && kreg_use(fast))) ffn = NULL;
@@ -450,7 +457,7 @@ void cpu_matmul(cpu_state *st, float *y, const float *x, const dl_weight *w, int
         if (spread) {
             c.spread = 1;
             grain = rs_chunk_rows((size_t)w->n, (size_t)w->ld * dt_size(w->dtype),
-                                  M < 4 ? 4 : bat ? mwb_nr(M) : 2, tp_nthreads(st->tp));
+                                  bat ? mwb_nr(M) : M < 4 ? 4 : 2, tp_nthreads(st->tp));
         }
         tp_run(st->tp, (size_t)w->n, grain, ffn, &c);
     } else {
