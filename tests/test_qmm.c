@@ -203,7 +203,7 @@ static double native_ref(const dl_weight *w, const float *x, int m, int64_t n) {
 
 static void test_matmul(tpool *tp) {
     const int64_t shapes[][3] = {{1, 1, 0}, {5, 7, 3}, {67, 129, 0}, {130, 300, 17}, {33, 1000, 5}, {64, 256, 0}};
-    const int Ms[] = {1, 2, 3, 4, 7, 8, 16, 64};
+    const int Ms[] = {1, 2, 3, 4, 5, 6, 7, 8, 13, 16, 64};
     uint64_t s = g_seed ^ 2;
     for (int f = 0; f < NFMT; f++) {
         const fmt *F = &FORMATS[f];

@@ -9,8 +9,9 @@
  * int8mm.c every output, is bitwise that of the other int8 kernels.
  *
  * Tiles of 4 activation rows x 6 weight rows (24 zmm accumulators): each
- * 64-byte weight load serves 4 rows, each activation load 6; the segment
- * tail uses masked (zeroing) loads, so padding bytes are never read. */
+ * 64-byte weight load serves 4 rows, each activation load 6; the last
+ * M mod 4 rows take a 1..3-row tile of the same loop; the segment tail
+ * uses masked (zeroing) loads, so padding bytes are never read. */
 #include <immintrin.h>
 #include <stdlib.h>
 
@@ -68,16 +69,19 @@ V512_FN static int32_t row_sum(const int8_t *w, int64_t len) {
     return (int32_t)hsum_u32(a);
 }
 
-/* o[i][r] = sum over k < len of u_i[k] * w_r[k] (mod 2^32), i < 4, r < 6. */
-V512_FN static void mk4x6(const uint8_t *const *u, const int8_t *const *wr, int64_t len,
-                          uint32_t o[MR][NR]) {
+/* o[i][r] = sum over k < len of u_i[k] * w_r[k] (mod 2^32), i < R, r < 6;
+ * R (1..4) is a constant at each call (mkRx6 below), so the accumulators of
+ * rows past R are dead and dropped. */
+V512_FN static inline __attribute__((always_inline)) void mk_x6(const int R, const uint8_t *const *u,
+                                                                const int8_t *const *wr, int64_t len,
+                                                                uint32_t o[MR][NR]) {
 #define Z _mm512_setzero_si512()
     __m512i a00 = Z, a01 = Z, a02 = Z, a03 = Z, a04 = Z, a05 = Z;
     __m512i a10 = Z, a11 = Z, a12 = Z, a13 = Z, a14 = Z, a15 = Z;
     __m512i a20 = Z, a21 = Z, a22 = Z, a23 = Z, a24 = Z, a25 = Z;
     __m512i a30 = Z, a31 = Z, a32 = Z, a33 = Z, a34 = Z, a35 = Z;
 #undef Z
-    const uint8_t *u0 = u[0], *u1 = u[1], *u2 = u[2], *u3 = u[3];
+    const uint8_t *u0 = u[0], *u1 = u[R > 1 ? 1 : 0], *u2 = u[R > 2 ? 2 : 0], *u3 = u[R > 3 ? 3 : 0];
     const int8_t *w0 = wr[0], *w1 = wr[1], *w2 = wr[2], *w3 = wr[3], *w4 = wr[4], *w5 = wr[5];
     /* whole 64-byte steps with plain loads, then the tail with zeroing masked
      * loads (the same zeros, so the same sums) */
@@ -88,7 +92,7 @@ V512_FN static void mk4x6(const uint8_t *const *u, const int8_t *const *wr, int6
         ROW(LD, 0) ROW(LD, 1) ROW(LD, 2) ROW(LD, 3)                               \
     }
 #define ROW(LD, i)                                                                \
-    {                                                                             \
+    if (i < R) {                                                                  \
         __m512i x = LD(u##i + k);                                                 \
         DPBUSD(a##i##0, x, b0);                                                   \
         DPBUSD(a##i##1, x, b1);                                                   \
@@ -110,10 +114,24 @@ V512_FN static void mk4x6(const uint8_t *const *u, const int8_t *const *wr, int6
 #undef ROW
 #undef STEP
 #define OUT(i)                                                                      \
-    o[i][0] = hsum_u32(a##i##0), o[i][1] = hsum_u32(a##i##1), o[i][2] = hsum_u32(a##i##2), \
-    o[i][3] = hsum_u32(a##i##3), o[i][4] = hsum_u32(a##i##4), o[i][5] = hsum_u32(a##i##5);
+    if (i < R) {                                                                    \
+        o[i][0] = hsum_u32(a##i##0), o[i][1] = hsum_u32(a##i##1), o[i][2] = hsum_u32(a##i##2); \
+        o[i][3] = hsum_u32(a##i##3), o[i][4] = hsum_u32(a##i##4), o[i][5] = hsum_u32(a##i##5); \
+    }
     OUT(0) OUT(1) OUT(2) OUT(3)
 #undef OUT
+}
+V512_FN static void mk4x6(const uint8_t *const *u, const int8_t *const *wr, int64_t len, uint32_t o[MR][NR]) {
+    mk_x6(4, u, wr, len, o);
+}
+V512_FN static void mk3x6(const uint8_t *const *u, const int8_t *const *wr, int64_t len, uint32_t o[MR][NR]) {
+    mk_x6(3, u, wr, len, o);
+}
+V512_FN static void mk2x6(const uint8_t *const *u, const int8_t *const *wr, int64_t len, uint32_t o[MR][NR]) {
+    mk_x6(2, u, wr, len, o);
+}
+V512_FN static void mk1x6(const uint8_t *const *u, const int8_t *const *wr, int64_t len, uint32_t o[MR][NR]) {
+    mk_x6(1, u, wr, len, o);
 }
 
 V512_FN void int8mm_rows_avx512vnni(const qmm_i8job *j, int64_t n0, int64_t n1) {
@@ -148,7 +166,12 @@ V512_FN void int8mm_rows_avx512vnni(const qmm_i8job *j, int64_t n0, int64_t n1) 
                     for (int r = 0; r < NR; r++)
                         wr[r] = (const int8_t *)w->data + (nb0 + (r0 + r < nb ? r0 + r : nb - 1)) * ld + k0;
                     uint32_t o[MR][NR];
-                    mk4x6(u, wr, len, o);
+                    switch (M - m0 < MR ? M - m0 : MR) { /* the last M mod 4 rows: a narrower tile */
+                    case 1: mk1x6(u, wr, len, o); break;
+                    case 2: mk2x6(u, wr, len, o); break;
+                    case 3: mk3x6(u, wr, len, o); break;
+                    default: mk4x6(u, wr, len, o); break;
+                    }
                     for (int i = 0; i < MR && m0 + i < M; i++)
                         for (int r = 0; r < NR && r0 + r < nb; r++) {
                             int32_t d = (int32_t)(o[i][r] - rs[r0 + r]);
