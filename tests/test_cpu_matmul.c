@@ -13,11 +13,12 @@
 #include "core/err.h"
 #include "core/kreg.h"
 #include "core/tpool.h"
+#include "quant/qmatmul.h"
 #include "testutil.h"
 
 static uint64_t rs;
 static int g_avx2;   /* CPU has the fast kernels */
-static int g_avx512; /* and the AVX-512VL prefill tile */
+static int g_avx512; /* and the AVX-512VL tiles (the backend's test: qmm_cpu_features) */
 
 static void *store(const float *v, size_t n, dl_dtype t) {
     void *p = malloc(n * 4 + 4);
@@ -274,10 +275,10 @@ int main(void) {
     rs = tu_seed();
 #if defined(__x86_64__)
     g_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    g_avx512 = g_avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-               __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw");
+    /* the backend's own reading (cpuid + xgetbv: the OS saves the ZMM state) */
+    g_avx512 = g_avx2 && (qmm_cpu_features() & QMM_CPU_AVX512) != 0;
 #endif
-    printf("AVX-512VL prefill tile: %s\n", g_avx512 ? "tested" : "not on this CPU (skipped)");
+    printf("AVX-512VL prefill and batch tiles: %s\n", g_avx512 ? "tested" : "not on this CPU (skipped)");
     dl_backend *be = be_create("cpu", 2), *be1 = be_create("cpu", 1);
     CHECK(be && be1);
     if (!be || !be1) return TEST_END();

@@ -314,8 +314,9 @@ int cmd_bench(int argc, char **argv) {
         else if (!strcmp(a, "--gemv-m") && i + 1 < argc) {
             char tail;
             const char *v = argv[++i];
-            if (sscanf(v, "%d,%d,%d,%d%c", &gm[0], &gm[1], &gm[2], &gm[3], &tail) != 4 || gm[0] < 1 ||
-                gm[0] > 64 || gm[1] < 1 || gm[1] > 64 || gm[2] < 1 || gm[2] > 64 || gm[3] < 1 || gm[3] > 64) {
+            int bad = sscanf(v, "%d,%d,%d,%d%c", &gm[0], &gm[1], &gm[2], &gm[3], &tail) != 4;
+            for (int q = 0; q < 4; q++) bad |= gm[q] < 1 || gm[q] > 64;
+            if (bad) {
                 fprintf(stderr, "dotlm bench: --gemv-m expects four batch sizes 1..64, e.g. 4,5,6,7 (got '%s')\n", v);
                 return 2;
             }

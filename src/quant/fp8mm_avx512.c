@@ -262,7 +262,7 @@ static const uint8_t VB_PERM[64] = {
 #undef G8_SETUP
 #undef G8_WIDEN
 
-/* gemv8v_t for one, two and four activation rows: gemv8 (AVX-512 target)
+/* gemv8v_t for 1..4 activation rows: gemv8 (AVX-512 target)
  * calls these VBMI-target functions, which are inlined once gemv8 sits
  * inside gemv_rows_vbmi. */
 X512V_FN static inline int gemv8v1(const uint8_t *const *r, const float *x, int64_t xld, int64_t len, __m512 *p) {
@@ -331,6 +331,7 @@ X512_FN static inline __attribute__((always_inline)) int gemv_rows(const qmm_f32
                 const int mx = big ? (M - m0 >= 4 ? 4 : M - m0) : M - m0 >= 2 ? 2 : 1;
                 const float *xm = j->x + (int64_t)m0 * K + k0;
                 __m512 p[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+                /* the 4-row group as its own constant-MX call: the code measured above */
                 if (mx == 4 ? gemv8(w->dtype, vbmi, 4, rk, xm, K, len, p)
                             : gemv8(w->dtype, vbmi, mx, rk, xm, K, len, p)) {
                     if (!wbuf) {

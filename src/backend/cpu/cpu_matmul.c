@@ -300,7 +300,7 @@ static int mwb_nr(int M) {
 }
 
 #define MM_WIDE(SUF, WL, WT)                                                                     \
-    /* MR x NR (<= 6 x 4) micro-kernel with the contract of mk_##SUF. */                         \
+    /* MR x NR (<= MW_MAXR x MW_MAXN) micro-kernel with the contract of mk_##SUF. */                         \
     MM_MICRO(mw_##SUF, CPU_X512_INLINE, MW_MAXR, MW_MAXN, WL, WT)                                \
     /* The tile for mr (1..6) x rows and NR weight rows: constant shapes per call. */            \
     CPU_X512_INLINE void mw_##SUF##_mr(int mr, __m256 *accp, size_t astr, const float *x,        \
@@ -386,7 +386,9 @@ MM_WIDE(bf16, wl_bf16, wt_bf16)
             const char *wt = (const char *)w->data + (size_t)n * ldwb;                           \
             size_t wst = (size_t)st * ldwb;                                                      \
             __m256 acc[MW_MAXR * MW_MAXN];                                                       \
+            float b[MW_MAXN]; /* the tile rows' biases, read once for all M rows */             \
             for (int i = 0; i < M * MW_MAXN; i++) acc[i] = _mm256_setzero_ps();                  \
+            for (int j = 0; j < (int)nr; j++) b[j] = w_bias_at(w, n + j * st);                   \
             switch (M) {                                                                         \
             case 2: MWB_NR(SUF, 2) break;                                                        \
             case 3: MWB_NR(SUF, 3) break;                                                        \
@@ -398,8 +400,7 @@ MM_WIDE(bf16, wl_bf16, wt_bf16)
             }                                                                                    \
             for (int i = 0; i < M; i++)                                                          \
                 for (int j = 0; j < (int)nr; j++)                                                \
-                    c->y[(size_t)i * N + (size_t)(n + j * st)] =                                 \
-                        cpu_hsum(acc[i * MW_MAXN + j]) + w_bias_at(w, n + j * st);               \
+                    c->y[(size_t)i * N + (size_t)(n + j * st)] = cpu_hsum(acc[i * MW_MAXN + j]) + b[j]; \
         }                                                                                        \
     }
 
@@ -444,12 +445,13 @@ void cpu_matmul(cpu_state *st, float *y, const float *x, const dl_weight *w, int
     }
     if (M <= 0 || w->n <= 0) return;
     mm_ctx c = {y, x, w, M, 0};
-    /* the prefill path (M >= 4, rows not spread) on AVX-512 CPUs: the 6x4 tile; switched
-     * off, the AVX2 kernel's 4x2 */
+    /* on AVX-512 CPUs (st->avx512 implies st->avx2): the batch tile for batched decode
+     * (2 <= M <= 8, rows spread), the 6x4 tile for prefill (M >= 4, rows not spread);
+     * switched off, the AVX2 kernel's tiles */
     const int spread = M <= MM_SPREAD_MAX_M && rs_use();
-    const int bat = spread && M >= 2 && st->avx2 && st->avx512 && bfn && kreg_use(batch);
+    const int bat = spread && M >= 2 && st->avx512 && bfn && kreg_use(batch);
     if (bat) ffn = bfn;
-    else if (st->avx2 && M >= 4 && !spread && st->avx512 && wfn && kreg_use(wide)) ffn = wfn;
+    else if (M >= 4 && !spread && st->avx512 && wfn && kreg_use(wide)) ffn = wfn;
     else if (!(st->avx2 && ffn && kreg_use(fast))) ffn = NULL;
     if (ffn) {
         /* Chunks of output columns; multiples of 4 keep the micro-kernels full. */
