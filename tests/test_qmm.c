@@ -202,13 +202,16 @@ static double native_ref(const dl_weight *w, const float *x, int m, int64_t n) {
 }
 
 static void test_matmul(tpool *tp) {
-    const int64_t shapes[][3] = {{1, 1, 0}, {5, 7, 3}, {67, 129, 0}, {130, 300, 17}, {33, 1000, 5}, {64, 256, 0}};
+    const int vnni512 = (qmm_cpu_features() & QMM_CPU_VNNI512) != 0;
+    /* 9 x 4100: K past qmm_i8_tiles_at's M = 2 bound, with a tail */
+    const int64_t shapes[][3] = {{1, 1, 0}, {5, 7, 3}, {67, 129, 0}, {130, 300, 17}, {33, 1000, 5}, {64, 256, 0},
+                                 {9, 4100, 4}};
     const int Ms[] = {1, 2, 3, 4, 5, 6, 7, 8, 13, 16, 64};
     uint64_t s = g_seed ^ 2;
     for (int f = 0; f < NFMT; f++) {
         const fmt *F = &FORMATS[f];
         double worst = 0, worst_nat = 0;
-        int bitwise_bad = 0, fails = 0, tiled_bad = 0;
+        int bitwise_bad = 0, fails = 0, tiled_bad = 0, tile_miscount = 0;
         for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
             int64_t n = shapes[si][0], k = shapes[si][1];
             tw t;
@@ -220,8 +223,13 @@ static void test_matmul(tpool *tp) {
                 float *x = malloc(sizeof(float) * M * k);
                 for (int64_t i = 0; i < M * k; i++) x[i] = tu_randf(&s) * (i % 11 ? 1.0f : 4.0f);
                 float *y = malloc(sizeof(float) * M * n), *yr = malloc(sizeof(float) * M * n);
+                const uint64_t t0 = kreg_count("cpu.qmm.int8.avx512vnni");
                 int rc = qmm_matmul(y, x, &t.w, M, tp);
                 int rr = qmm_matmul_ref(yr, x, &t.w, M, NULL);
+                /* the VNNI-512 tiles ran exactly where qmm_i8_tiles_at sends W8A8 */
+                if (F->actq == ACT_INT8_TOKEN &&
+                    kreg_count("cpu.qmm.int8.avx512vnni") - t0 != (uint64_t)(vnni512 && qmm_i8_tiles_at(M, k)))
+                    tile_miscount++;
                 if (rc || rr) {
                     fails++;
                     fprintf(stderr, "%s\n", dl_errmsg());
@@ -263,6 +271,7 @@ static void test_matmul(tpool *tp) {
             tw_free(&t);
         }
         CHECKF(fails == 0, "format %d: %d calls failed", f, fails);
+        CHECKF(tile_miscount == 0, "format %d: cpu.qmm.int8.avx512vnni miscounted in %d cases", f, tile_miscount);
         CHECKF(bitwise_bad == 0, "format %d: int8 fast != ref bitwise in %d cases", f, bitwise_bad);
         CHECKF(tiled_bad == 0, "format %d: AVX-512 tiles != AVX2 bitwise in %d cases", f, tiled_bad);
         CHECKF(worst <= 1e-5, "format %d: fast vs ref rel err %.3g", f, worst);
@@ -330,11 +339,14 @@ static void test_spread(tpool *tp) {
                     if (no512)
                         kreg_disable("cpu.qmm.fp8.avx512,cpu.qmm.i8wo.avx512,cpu.qmm.int8.avx512vnni");
                     /* which kernels spread: every fast one at M <= 3 but the
-                     * AVX-512 int8 weight-only tiles (M >= 2); at M >= 4 the
-                     * AVX-512 fp8 register GEMV only */
+                     * AVX-512 int8 weight-only tiles (M >= 2) and the W8A8
+                     * VNNI-512 tiles (qmm_i8_tiles_at); at M >= 4 the AVX-512
+                     * fp8 register GEMV only */
                     int avx512 = !no512 && (cf & QMM_CPU_AVX512);
                     int f8gemv = avx512 && F->dt != DT_I8 && M <= QMM_F8_GEMV_MAX_M;
-                    int expect = (M <= 3 || f8gemv) &&
+                    int i8tiles = F->dt == DT_I8 && F->actq == ACT_INT8_TOKEN && !no512 &&
+                                  (cf & QMM_CPU_VNNI512) && qmm_i8_tiles_at(M, k);
+                    int expect = (M <= 3 || f8gemv) && !i8tiles &&
                                  !(F->dt == DT_I8 && F->actq == ACT_NATIVE && M >= 2 && avx512) &&
                                  (cf & QMM_CPU_AVX2);
                     uint64_t c0 = kreg_count("cpu.gemv.spread");

@@ -4,7 +4,7 @@
  * row stride w->ld, and the activation policy w->actq.
  *
  * Kernels (kreg names; each fast path has a scalar reference twin):
- *   cpu.qmm.int8.avx512vnni (M >= 4) / cpu.qmm.int8.avxvnni / cpu.qmm.int8.avx2 /
+ *   cpu.qmm.int8.avx512vnni (qmm_i8_tiles_at) / cpu.qmm.int8.avxvnni / cpu.qmm.int8.avx2 /
  *     cpu.qmm.int8.ref                       W8A8 int32 dot
  *   cpu.qmm.fp8.avx512 / cpu.qmm.fp8.avx2 / cpu.qmm.fp8.ref
  *                                            fp8 weights, fp32 FMA accumulation
@@ -29,6 +29,11 @@ int qmm_matmul(float *y, const float *x, const dl_weight *w, int M, tpool *tp);
 /* Same as qmm_matmul but forcing the reference (scalar) kernels, without
  * touching the switches (for tests and the sweep). */
 int qmm_matmul_ref(float *y, const float *x, const dl_weight *w, int M, tpool *tp);
+
+/* Whether a W8A8 matmul of M rows and K columns takes the AVX-512 VNNI
+ * tiles (where the CPU has them): M >= 3, or M = 2 with K >= 4096; below,
+ * the per-row VNNI dot with spread-out rows is as fast. */
+int qmm_i8_tiles_at(int M, int64_t K);
 
 /* K-group width used by ACT_FP8_GROUP: w->bk for block-scaled weights,
  * 128 otherwise. */
@@ -123,7 +128,7 @@ typedef struct qmm_i8job {
 void int8mm_rows_ref(const qmm_i8job *j, int64_t n0, int64_t n1);
 void int8mm_rows_avx2(const qmm_i8job *j, int64_t n0, int64_t n1);
 void int8mm_rows_avxvnni(const qmm_i8job *j, int64_t n0, int64_t n1);
-/* AVX-512 VNNI, register-blocked 4 x 6 tiles (used for M >= 4): x + 128 times w
+/* AVX-512 VNNI, register-blocked 4 x 6 tiles (qmm_i8_tiles_at): x + 128 times w
  * with vpdpbusd, minus 128 * sum(w) per row and segment (exact in wrapping
  * int32), so bitwise the other variants' results. */
 void int8mm_rows_avx512vnni(const qmm_i8job *j, int64_t n0, int64_t n1);

@@ -16,7 +16,7 @@
 #include "quant/actq.h"
 #include "quant/qmatmul.h"
 
-static kreg_kernel K_I8_V512 = KREG_KERNEL("cpu.qmm.int8.avx512vnni", "W8A8 int8 dot, AVX-512 VNNI 4x6 tiles (M >= 4)");
+static kreg_kernel K_I8_V512 = KREG_KERNEL("cpu.qmm.int8.avx512vnni", "W8A8 int8 dot, AVX-512 VNNI 4x6 tiles (M >= 3, and M = 2 at K >= 4096)");
 static kreg_kernel K_F8_512 = KREG_KERNEL("cpu.qmm.fp8.avx512", "fp8 weights, AVX-512: 8-row zmm GEMV (M <= 8), 6x8 register tiles");
 static kreg_kernel K_F8_VBMI = KREG_KERNEL("cpu.qmm.fp8.avx512vbmi", "e4m3 weights, AVX-512 register GEMV (M <= 8) widening through vpermi2b tables (same bits)");
 static kreg_kernel K_WO_512 = KREG_KERNEL("cpu.qmm.i8wo.avx512", "int8 weights x fp32 activations, AVX-512 tiles (M >= 2)");
@@ -99,6 +99,13 @@ static int pick(kreg_kernel *fast, kreg_kernel *ref, int avail, int force_ref) {
     kreg_hit(ref);
     return 0;
 }
+
+/* Measured on the EPYC dev VM (2026-12-05, bench/cpu-2026-12-05d/ab_m23.sh,
+ * GB/s of weight bytes, one core, per-row VNNI dot -> tiles): M = 3 at
+ * K = 896..4096 10.1-14.4 -> 15.4-19.9; M = 2 at K = 4096, 4864 13.8-15.0 ->
+ * 18.1-19.9, but at K <= 2048 the per-row dot, whose rows are spread out,
+ * is as fast (4864x896: 17.4-18.5 either way). */
+int qmm_i8_tiles_at(int M, int64_t K) { return M >= 3 || (M == 2 && K >= 4096); }
 
 int qmm_act_group(const dl_weight *w) { return w->scale_kind == WS_BLOCK ? w->bk : 128; }
 
@@ -209,8 +216,7 @@ static int qmm_run(float *y, const float *x, const dl_weight *w, int M, tpool *t
         qmm_i8job j = {.w = w, .xq = xq, .qld = qld, .xs = xs, .M = M, .y = y};
         c.ij = &j;
         uint8_t *xu = NULL;
-        /* 4-row tiles: below M = 4 the per-row dot kernels are as fast */
-        if (!force_ref && M >= 4 && cf.vnni512 && kreg_use(&K_I8_V512)) {
+        if (!force_ref && qmm_i8_tiles_at(M, K) && cf.vnni512 && kreg_use(&K_I8_V512)) {
             c.kind = 3;
             xu = malloc((size_t)M * (size_t)qld);
             if (!xu) {

@@ -26,6 +26,6 @@ int qmm_peak_measure(qmm_peaks *p, tpool *tp);
 /* Short name of an instruction ("fma ymm", ...). */
 const char *qmm_peak_name(qpk_instr i);
 /* The instruction the CPU matmul kernel `kernel` (a kreg name such as
- * "cpu.qmm.int8.avx512vnni") multiplies with at M >= 4, or -1 for
+ * "cpu.qmm.int8.avx512vnni") multiplies with at GEMM sizes, or -1 for
  * reference paths and kernels this table does not know. */
 int qmm_peak_of_kernel(const char *kernel);
