@@ -1,4 +1,5 @@
-/* W8A8 int8 matmul for M >= 2, AVX-512 VNNI, register-blocked.
+/* W8A8 int8 matmul for the batches qmm_i8_tiles_at picks (M >= 3, and M = 2
+ * at K >= 4096), AVX-512 VNNI, register-blocked.
  *
  * vpdpbusd multiplies unsigned by signed bytes, so the activations enter as
  * u = x + 128 (stored as x ^ 0x80, in [1, 255]) against the signed weights:

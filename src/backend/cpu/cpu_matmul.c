@@ -300,7 +300,7 @@ static int mwb_nr(int M) {
 }
 
 #define MM_WIDE(SUF, WL, WT)                                                                     \
-    /* MR x NR (<= MW_MAXR x MW_MAXN) micro-kernel with the contract of mk_##SUF. */                         \
+    /* MR x NR (<= MW_MAXR x MW_MAXN) micro-kernel with the contract of mk_##SUF. */           \
     MM_MICRO(mw_##SUF, CPU_X512_INLINE, MW_MAXR, MW_MAXN, WL, WT)                                \
     /* The tile for mr (1..6) x rows and NR weight rows: constant shapes per call. */            \
     CPU_X512_INLINE void mw_##SUF##_mr(int mr, __m256 *accp, size_t astr, const float *x,        \
