@@ -78,7 +78,7 @@ static int run_all(dl_model *m, const int32_t *toks, float *out, size_t *nout) {
     GN ".add_rmsnorm," GN ".qk_rope_kv," GN ".matmul.multi.gemv," GN ".matmul.int8.multi.gemv," GN ".norm_actq,"     \
     GN ".silu_actq," GN ".pdl," GN ".gemv_ring," GN ".gemv_fold," GN ".int8_gemv_ksplit," GN ".gate_up_silu,"       \
     GN ".attention.qk_rope," GN ".attention.warm," GN ".attention.combine_wide," GN ".attention.cluster,"        \
-    GN ".norm_prewait," GN ".gemv_twin"
+    GN ".norm_prewait," GN ".gemv_twin," GN ".gemv_l2_evict_first"
 
 /* 1 if the device can run the fp8 GEMV weight ring (then cuda.gemv_ring
  * must count on fp8) / use programmatic dependent launch (then cuda.pdl
@@ -120,6 +120,8 @@ static void one(const char *dir, dl_backend *gpu, uint64_t *rs) {
         CHECKF(kreg_count(GN ".attention.cluster") > 0, "%s: decode attention's cluster merge not dispatched", dir);
     if (strstr(dir, "fp8") && ring_supported())
         CHECKF(kreg_count(GN ".gemv_ring") > 0, "%s: fp8 GEMV weight ring not dispatched", dir);
+    if (strstr(dir, "fp8") && ring_supported()) /* the ring's weight copies carry the L2 evict_first hint */
+        CHECKF(kreg_count(GN ".gemv_l2_evict_first") > 0, "%s: fp8 ring's L2 evict_first hint not dispatched", dir);
     if (strstr(dir, "fp8")) /* e4m3 checkpoints: decode GEMVs widen with fold */
         CHECKF(kreg_count(GN ".gemv_fold") > 0, "%s: fp8 fold widening not dispatched", dir);
     if (strstr(dir, "fp8")) /* the down projection reads the twin the gate/up SiLU epilogue wrote (M = 1) */
@@ -146,7 +148,7 @@ static void one(const char *dir, dl_backend *gpu, uint64_t *rs) {
           kreg_count(GN ".gate_up_silu") == 0 && kreg_count(GN ".attention.qk_rope") == 0 &&
           kreg_count(GN ".attention.warm") == 0 && kreg_count(GN ".attention.combine_wide") == 0 &&
           kreg_count(GN ".attention.cluster") == 0 && kreg_count(GN ".norm_prewait") == 0 &&
-          kreg_count(GN ".gemv_twin") == 0);
+          kreg_count(GN ".gemv_twin") == 0 && kreg_count(GN ".gemv_l2_evict_first") == 0);
     CHECKF(n1 == n3 && memcmp(fast, plain, n1 * V * 4) == 0, "%s: fused != separate kernels (bitwise)", dir);
     kreg_reset_switches();
     printf("%s: %zu logit rows, fast == no-graph == unfused without PDL or ring (PDL launches counted: %s; ring: "

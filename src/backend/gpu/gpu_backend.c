@@ -125,6 +125,11 @@ static kreg_kernel K_UNSC =
     KREG_KERNEL(KN("gemv_unscaled"), "16/32-bit GEMV launches at M <= 2 without block scales, built without the "
                                      "per-chunk scale load (fma(p, 1, acc) = acc + p: the same bits); off: a load "
                                      "of the constant 1 per chunk");
+static kreg_kernel K_L2EF =
+    KREG_KERNEL(KN("gemv_l2_evict_first"), "fp8 ring GEMV launches whose weight copies carry the L2 evict_first "
+                                           "policy, so that what the rest of a decode step reads again (the KV "
+                                           "cache, activations, scales) stays in L2 (a cache hint: the same bits); "
+                                           "off: the unhinted cp.async");
 static kreg_kernel K_I8KS = KREG_KERNEL(KN("int8_gemv_ksplit"), "W8A8 GEMV launches with a weight's K split over 2 "
                                                                 "or 4 warps (opt-in: DOTLM_GEMV=i8ks=0; exact int32 "
                                                                 "sums, same bits); off: one warp per row group");
@@ -231,6 +236,7 @@ typedef struct {
     int ring;             /* cuda.gemv_ring enabled for this forward */
     int fold;             /* cuda.gemv_fold enabled for this forward */
     int i8ks;             /* cuda.int8_gemv_ksplit enabled for this forward */
+    int l2ef;             /* cuda.gemv_l2_evict_first enabled for this forward (part of graph keys) */
     /* page-locked host buffers made by gpu_host_alloc (to_host counts copies into them) */
     struct { const char *p; size_t n; } *pin;
     int npin, pin_cap;
@@ -347,6 +353,7 @@ static int diag_skip(const gpu_impl *g, const kreg_kernel *k) {
         const unsigned long long ring0_ = gk_gemv_ring_launches();            \
         const unsigned long long fold0_ = gk_gemv_fold_launches();            \
         const unsigned long long unsc0_ = gk_gemv_unscaled_launches();        \
+        const unsigned long long l2ef0_ = gk_gemv_l2ef_launches();            \
         const unsigned long long npre0_ = gk_norm_prewait_launches();         \
         const unsigned long long i8ks0_ = gk_int8_ksplit_launches();          \
         const unsigned long long nar0_ = gk_attn_narrow_launches();           \
@@ -356,6 +363,7 @@ static int diag_skip(const gpu_impl *g, const kreg_kernel *k) {
         hits_since((g), &K_RING, ring0_, gk_gemv_ring_launches());            \
         hits_since((g), &K_FOLD, fold0_, gk_gemv_fold_launches());            \
         hits_since((g), &K_UNSC, unsc0_, gk_gemv_unscaled_launches());        \
+        hits_since((g), &K_L2EF, l2ef0_, gk_gemv_l2ef_launches());            \
         hits_since((g), &K_NORM_PRE, npre0_, gk_norm_prewait_launches());     \
         hits_since((g), &K_I8KS, i8ks0_, gk_int8_ksplit_launches());          \
         hits_since((g), &K_ATT_GBR, nar0_, gk_attn_narrow_launches());        \
@@ -660,6 +668,8 @@ static int gpu_begin(dl_backend *be, const dl_batch *b, const dl_kvcache *kv) {
     g->fold = kreg_enabled(&K_FOLD); /* DOTLM_DISABLE=cuda.gemv_fold: the h2 widening */
     gk_gemv_fold_allow(g->fold);
     gk_gemv_unscaled_allow(kreg_enabled(&K_UNSC)); /* DOTLM_DISABLE=cuda.gemv_unscaled: the scale load */
+    g->l2ef = kreg_enabled(&K_L2EF); /* DOTLM_DISABLE=cuda.gemv_l2_evict_first: unhinted weight copies */
+    gk_gemv_l2ef_allow(g->l2ef);
     g->i8ks = kreg_enabled(&K_I8KS); /* DOTLM_DISABLE=cuda.int8_gemv_ksplit: one warp per row group */
     gk_int8_ksplit_allow(g->i8ks);
     /* opt-in: measured slower in decode (H200, 2026-11-30, Qwen3-8B fp8 at
@@ -1358,6 +1368,7 @@ static int gpu_graph_begin(dl_backend *be, uint64_t key) {
     key ^= (uint64_t)g->ring * 0x165667B19E3779F9ull; /* so is the GEMV kernel chosen */
     key ^= (uint64_t)g->fold * 0x61C8864680B583EBull; /* and its widening */
     key ^= (uint64_t)g->i8ks * 0x9FB21C651E98DF25ull; /* and its grid */
+    key ^= (uint64_t)g->l2ef * 0x3C6EF372FE94F82Bull; /* and its weights' L2 policy */
     key ^= (uint64_t)g->fuse_att * 0x27D4EB2F165667C5ull; /* and the launches the fusions leave out */
     key ^= (uint64_t)g->att_cw * 0x85EBCA77C2B2AE63ull;
     key ^= (uint64_t)g->att_ipre * 0x2545F4914F6CDD1Dull;
@@ -1431,6 +1442,8 @@ dl_backend *gpu_backend_create(const char *name) {
     g->fold = kreg_enabled(&K_FOLD);
     gk_gemv_fold_allow(g->fold);
     gk_gemv_unscaled_allow(kreg_enabled(&K_UNSC)); /* DOTLM_DISABLE=cuda.gemv_unscaled: the scale load */
+    g->l2ef = kreg_enabled(&K_L2EF);
+    gk_gemv_l2ef_allow(g->l2ef);
     g->i8ks = kreg_enabled(&K_I8KS);
     gk_int8_ksplit_allow(g->i8ks);
     const char *d2 = getenv("DOTLM_GPU_FP8_DOT2");

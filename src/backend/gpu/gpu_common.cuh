@@ -277,27 +277,38 @@ template <int NA> static __device__ __forceinline__ uint4 dl_ldw16(const void *p
  * have landed). The "memory" clobbers keep the compiler from
  * moving shared-memory reads of a slot past the copy that refills it. */
 #if DL_WARP == 32 && !defined(__HIPCC__)
+/* One 16-byte cp.async of global src into shared dst; ef (uniform) adds the
+ * L2 evict_first policy (weights read once per token leave L2 before what a
+ * decode step reads again; a hint only, the same bits), else the unhinted
+ * copy. */
+static __device__ __forceinline__ void dl_cp16(unsigned dst, const void *src, int ef) {
+    if (ef) {
+        uint64_t pol;
+        asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+        asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "l"(pol)
+                     : "memory");
+    } else {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
+    }
+}
 template <int R, typename P>
 static __device__ __forceinline__ void dl_ring_issue(uint4 *slot, int stride, const P *const (&src)[R], int off,
                                                      bool live) {
     if (live) {
 #pragma unroll
-        for (int r = 0; r < R; r++) {
-            const unsigned d = (unsigned)__cvta_generic_to_shared(slot + r * stride);
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src[r] + off) : "memory");
-        }
+        for (int r = 0; r < R; r++) dl_cp16((unsigned)__cvta_generic_to_shared(slot + r * stride), src[r] + off, 0);
     }
     asm volatile("cp.async.commit_group;" ::: "memory");
 }
 /* The same with the slot as a shared-window address (sa; rows rstride
- * bytes apart) and the rows' chunk addresses src[r] themselves. */
+ * bytes apart) and the rows' chunk addresses src[r] themselves; ef: the L2
+ * evict_first policy (dl_cp16). */
 template <int R>
 static __device__ __forceinline__ void dl_ring_issue_s(unsigned sa, unsigned rstride, const char *const (&src)[R],
-                                                       bool live) {
+                                                       bool live, int ef) {
     if (live) {
 #pragma unroll
-        for (int r = 0; r < R; r++)
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sa + r * rstride), "l"(src[r]) : "memory");
+        for (int r = 0; r < R; r++) dl_cp16(sa + r * rstride, src[r], ef);
     }
     asm volatile("cp.async.commit_group;" ::: "memory");
 }
@@ -539,6 +550,11 @@ const dl_gemv_cfg &dl_gemv_cfg_now();
  * (gk_gemv_ring_launches). Host side. */
 int dl_ring_ok();
 void dl_ring_note();
+/* Whether the next fp8 ring launch's weight copies carry the L2
+ * evict_first policy (gk_gemv_l2ef_allow; CUDA only), and the count of
+ * those launches (dl_gemv_l2ef_note, gk_gemv_l2ef_launches). Host side. */
+int dl_gemv_l2ef();
+void dl_gemv_l2ef_note(int l2ef);
 
 
 /* Weights sharing one activation x in one GEMV launch (gk_gemv_multi,
@@ -585,6 +601,7 @@ struct dl_gv_job {
     float *silu;       /* float GEMV gate/up pair (gk_gemv_silu): w[0] gate, w[1] up, silu[m, n] written; else NULL */
     float *silut;      /* M = 1 pair: silu's permuted twin also written (dl_xp1_at), else NULL */
     int late;          /* PDL (the rings, the W8A8 register GEMV): no early trigger (dl_gemv_late) */
+    int l2ef;          /* the fp8 rings' weight copies carry the L2 evict_first policy (dl_cp16, dl_gemv_l2ef) */
 };
 /* What one block needs of its weight: picked field by field with constant
  * parameter indices (a dynamic index would copy the job to local memory). */
@@ -694,6 +711,7 @@ static inline unsigned dl_gv_job_make(dl_gv_job *j, const gk_weight *w, float *c
     j->silu = nullptr;
     j->silut = nullptr;
     j->late = dl_gemv_late();
+    j->l2ef = dl_gemv_l2ef();
     j->bk_magic = w[0].scale_kind == WS_BLOCK && w[0].bk > 0
                       ? (unsigned)((0x100000000ull + (uint64_t)w[0].bk - 1) / (uint64_t)w[0].bk)
                       : 0u;

@@ -93,6 +93,12 @@ void gk_gemv_fold_allow(int on);
  * per-chunk scale load (the same bits), and their gate (default on). */
 unsigned long long gk_gemv_unscaled_launches(void);
 void gk_gemv_unscaled_allow(int on);
+/* fp8 ring GEMV launches whose weight copies carry the L2 evict_first
+ * policy (CUDA sm_80+; a cache hint, the same bits): launches made so far
+ * (the cuda.gemv_l2_evict_first dispatch counter), and the gate (off: the
+ * unhinted copies; on at start). HIP has no hint: no launch counts there. */
+unsigned long long gk_gemv_l2ef_launches(void);
+void gk_gemv_l2ef_allow(int on);
 /* Permuted activations (gpu_tune.h xp=1, the default): float GEMV
  * launches of 8-bit weights at M >= 3 first copy x into ws (gk_gemv_xperm_bytes; set by
  * the caller before its launches, NULL: none) in the order the kernel's

@@ -569,7 +569,10 @@ __global__ void __launch_bounds__(GEMV_MAXT, MR == 1 ? (R <= 2 ? 5 : 4) : LB)
     const unsigned srow_b = (unsigned)T_ * 16u, sst_b = (unsigned)R * srow_b;
     /* chunk c (wp points at it) of every row into ring stage st (= c % S) */
     auto issue = [&](int c, int st) {
-        dl_ring_issue_s<R>(sa0 + (unsigned)st * sst_b, srow_b, wp, c < nc);
+        /* the L2 hint only in the two-stage ring: the three-stage one (knob
+         * ring=2) hinted raised an illegal-instruction error on an H100
+         * (2026-12-05, bench/h200-2026-12-05c/run2; cause not found) */
+        dl_ring_issue_s<R>(sa0 + (unsigned)st * sst_b, srow_b, wp, c < nc, S == 2 ? j.l2ef : 0);
 #pragma unroll
         for (int r = 0; r < R; r++) wp[r] += step * T::ES;
     };
@@ -911,6 +914,25 @@ int dl_gemv_late() {
     return g_trig_late >= 0 ? g_trig_late : v;
 }
 void dl_ring_note() { g_ring_n++; }
+/* fp8 ring launches whose weight copies carry the L2 evict_first policy,
+ * and the gate (gk_gemv_l2ef_allow, the backend's cuda.gemv_l2_evict_first).
+ * H100, 2026-12-05 (bench/h200-2026-12-05c/run1): Qwen3-8B fp8 decode at 512
+ * 270.4 / 273.4 / 275.0 tok/s with the hint on every GEMV weight stream
+ * against 258.5 / 261.7 / 265.2 without; int8 and bf16 within 0.5%, so only
+ * the fp8 rings carry it. This code, hint on / off (run4): 270.0-273.4
+ * against 261.8-262.0 tok/s. */
+static unsigned long long g_l2ef_n = 0;
+static int g_l2ef_allow = 1;
+extern "C" unsigned long long gk_gemv_l2ef_launches(void) { return g_l2ef_n; }
+extern "C" void gk_gemv_l2ef_allow(int on) { g_l2ef_allow = on != 0; }
+int dl_gemv_l2ef() {
+#if DL_WARP == 32 && !defined(__HIPCC__)
+    return g_l2ef_allow;
+#else
+    return 0; /* no L2 hints on HIP */
+#endif
+}
+void dl_gemv_l2ef_note(int l2ef) { g_l2ef_n += l2ef != 0; }
 /* DOTLM_GEMV_SPRE=0 (experiment, read once): the fp8 ring GEMV loads its
  * first chunk's block scales after the PDL wait, not before (same bits). */
 [[maybe_unused]] static int dl_ring_spre() { /* unused on HIP (no ring) */
@@ -1168,6 +1190,7 @@ static void gv_go_k(const gv_call &c) {
             dl_gv_scale_shared(c.w[0], c.silu ? R / 2 : R)) {
             const size_t smem = (size_t)2 * R * c.cfg.wpb * DL_WARP * sizeof(uint4);
             g_ring_n++;
+            dl_gemv_l2ef_note(j.l2ef);
             const int late = j.late || (c.silu && !dl_silu_early());
             return dl_launch(dl_k_gemv_fa<DT, MR, R, CV, 2, true, 2>, grid, c.cfg.wpb * DL_WARP, smem, c.st, c.x, j,
                              late, dl_ring_spre());
@@ -1183,6 +1206,7 @@ static void gv_go_k(const gv_call &c) {
             const int S = c.cfg.ring == 2 ? 3 : 2;
             const size_t smem = (size_t)S * R * c.cfg.wpb * DL_WARP * sizeof(uint4);
             g_ring_n++;
+            dl_gemv_l2ef_note(S == 2 && j.l2ef); /* (dl_k_gemv_fa: two stages only) */
             /* a gate/up pair is followed by the down projection's GEMV, not by
              * a small kernel: it lets that one launch after its K loop (the
              * faster order between back-to-back GEMVs, see dl_k_gemv_fa) */
