@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # CI part for the GPU backend (no GPU here): build and link the CUDA backend
 # with nvcc and the HIP backend with hipcc (gfx906), then the opcode gate on
-# the NVIDIA PTX and the AMD gfx906 code objects (hipcc from Debian). Fails
-# on any build error or gate violation.
+# the NVIDIA PTX, the SASS of the CUDA dotlm (cuobjdump from PyPI) and the
+# AMD gfx906 code objects (hipcc from Debian). Fails on any build error or
+# gate violation.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
@@ -27,5 +28,30 @@ cmake -S . -B build-hip-ci -DDOTLM_HIP=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build-hip-ci -j "$(nproc)" --target dotlm test_gpu_ops test_gpu_gdn test_gpu_gemv_multi dotlm_gpu_bench
 ./build-hip-ci/test_gpu_ops | tail -n 1   # no GPU here: must skip cleanly
 ./build-hip-ci/test_gpu_gemv_multi | tail -n 1
-echo "-- opcode gate (PTX + gfx906)"
-tools/gpu_gate.sh --require-hip
+# The SASS of the built binary too: this toolkit has no disassembler, but
+# NVIDIA publishes cuobjdump on PyPI (nvidia-cuda-cuobjdump; a newer
+# cuobjdump reads older cubins). Without network the gate runs on the PTX
+# and gfx906 code only, and says so.
+SASS_ARGS=()
+if command -v cuobjdump >/dev/null 2>&1; then
+  SASS_ARGS=(--sass build-cuda-ci/dotlm)
+else
+  d=build-cuda-ci/cuobjdump-pypi
+  if [ ! -x "$d/bin/cuobjdump" ]; then
+    rm -rf "$d" && mkdir -p "$d/whl" "$d/bin"
+    if python3 -m pip download -q --no-deps --index-url https://pypi.org/simple 'nvidia-cuda-cuobjdump>=13.2' \
+         -d "$d/whl" 2>"$d/pip.log"; then
+      python3 -m zipfile -e "$d"/whl/*.whl "$d/x" &&
+        cp "$(find "$d/x" -type f -name cuobjdump | head -1)" "$d/bin/cuobjdump" && chmod +x "$d/bin/cuobjdump" || true
+    fi
+  fi
+  if [ -x "$d/bin/cuobjdump" ]; then
+    export PATH=$PWD/$d/bin:$PATH
+    SASS_ARGS=(--sass build-cuda-ci/dotlm)
+  else
+    echo "ci_gpu: cuobjdump could not be fetched from PyPI ($(tail -n 1 "$d/pip.log" 2>/dev/null)):" \
+         "the SASS part of the gate is SKIPPED, the PTX and gfx906 parts run" >&2
+  fi
+fi
+echo "-- opcode gate (PTX + gfx906${SASS_ARGS:+ + SASS of build-cuda-ci/dotlm})"
+tools/gpu_gate.sh --require-hip "${SASS_ARGS[@]}"
