@@ -20,6 +20,11 @@
  *                   ring too (cp.async.ca), so a chunk waits on one group.
  *   k_xp<KS,C,PF>   persistent blocks of KS warps, x * 256 held in
  *                   registers (C chunks per lane), rows prefetched PF ahead.
+ *   SET 2 (k_r2, k_xs): the engine's M = 1 ring (fold widening, twin x,
+ *                   64 registers) with chunk c + 1's x in registers during
+ *                   chunk c, or with x through shared memory per block.
+ *   SET 3 (k_rs):   k_r2 with S stages and x prefetched into two
+ *                   alternating register sets (no copies).
  * Each variant is timed with plain launches, as a PDL chain with the
  * trigger at the top, and with the trigger after the K loop, as % of the
  * measured device-to-device copy bandwidth; outputs are checked against a
@@ -430,6 +435,205 @@ __global__ void __launch_bounds__(KS * 32) k_xp(const float *__restrict__ x, con
     }
 }
 
+/* ---- set 2 (2026-12-05): where the ring stalls on x ----
+ * All three use the engine's M = 1 defaults: DL_FP8_FOLD widening (codes
+ * to value * 2^-8, the 2^8 folded into the chunk scale), x permuted as the
+ * twin (chunk_p's layout), one block-scale load per chunk shared by the R
+ * rows (128-row scale blocks, R | 128), a two-stage cp.async weight ring,
+ * launch bounds (TPB, MINB) (TPB 128, MINB 8: the engine's 64 registers).
+ * Bitwise equal to each other (same chunks, FMA chains and order). */
+template <int R>
+static __device__ __forceinline__ void fold_rows(const uint4 *slot, int T, const float *xv, float s, float (&acc)[R]) {
+    const float s8 = s * 256.0f; /* exact */
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        float f[16];
+        cvt16v<1>(slot[r * T], f);
+        acc[r] = fmaf(dot16(f, xv), s8, acc[r]);
+    }
+}
+static __device__ __forceinline__ void xload_p(const float *xp, int kk, float *xv) {
+    const float4 *q4 = (const float4 *)xp + (kk >> 9) * 128 + ((kk & 511) >> 4);
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+        const float4 t = q4[q * 32];
+        xv[4 * q] = t.x; xv[4 * q + 1] = t.y; xv[4 * q + 2] = t.z; xv[4 * q + 3] = t.w;
+    }
+}
+/* k_r2: the engine's ring (dl_k_gemv_fa at M = 1, S = 2). XPF = 1: chunk
+ * c + 1's x and scale are loaded into registers while chunk c computes
+ * (16 + 1 more registers live across the loop). */
+template <int R, int KS, int XPF, int TPB, int MINB>
+__global__ void __launch_bounds__(TPB, MINB) k_r2(const float *__restrict__ x, const uint8_t *__restrict__ W, const float *__restrict__ Sc,
+                                                 float *__restrict__ y, int N, int K) {
+    extern __shared__ uint4 ring[];
+    const int lane = threadIdx.x % 32, wid = threadIdx.x / 32, wpb = blockDim.x / 32, T = blockDim.x;
+    const int wks = wid % KS;
+    const int n0 = (blockIdx.x * (wpb / KS) + wid / KS) * R;
+    pdl_trigger();
+    if (KS == 1 && n0 >= N) { pdl_wait(); pdl_trigger_late(); return; }
+    const uint8_t *wr[R];
+    const float *sr[R];
+    float acc[R];
+    rows<R>(W, Sc, N, K, n0, wr, sr, acc);
+    const int step = 32 * KS * 16, kfirst = (lane + 32 * wks) * 16;
+    const int C = kfirst < K ? (K - kfirst + step - 1) / step : 0;
+    auto issue = [&](int c) {
+        if (c < C) {
+            const int kk = kfirst + c * step;
+            uint4 *slot = ring + (size_t)(c & 1) * R * T + threadIdx.x;
+#pragma unroll
+            for (int r = 0; r < R; r++) cpasync16(slot + r * T, wr[r] + kk);
+        }
+        cp_commit();
+    };
+    issue(0);
+    pdl_wait();
+    float xv[16], sc = 0.0f;
+    if (XPF && C > 0) { xload_p(x, kfirst, xv); sc = sr[0][kfirst >> 7]; }
+    for (int c = 0; c < C; c++) {
+        const int kk = kfirst + c * step;
+        cp_wait<0>();
+        issue(c + 1);
+        float xc[16], s;
+        if (XPF) {
+#pragma unroll
+            for (int e = 0; e < 16; e++) xc[e] = xv[e];
+            s = sc;
+            if (c + 1 < C) { xload_p(x, kk + step, xv); sc = sr[0][(kk + step) >> 7]; }
+        } else {
+            xload_p(x, kk, xc);
+            s = sr[0][kk >> 7];
+        }
+        fold_rows<R>(ring + (size_t)(c & 1) * R * T + threadIdx.x, T, xc, s, acc);
+    }
+    pdl_trigger_late();
+    store<R, KS>(acc, y, n0, N, nullptr);
+}
+/* k_rs: k_r2 with S ring stages (chunks c + 1 .. c + S - 1 in flight while
+ * chunk c computes) and, with XPF, chunk c + 1's x and scale loaded while
+ * chunk c computes into the other of two register sets (the loop runs two
+ * chunks per trip, so the sets alternate without copies). */
+template <int R, int KS, int XPF, int S, int TPB, int MINB>
+__global__ void __launch_bounds__(TPB, MINB) k_rs(const float *__restrict__ x, const uint8_t *__restrict__ W, const float *__restrict__ Sc,
+                                                 float *__restrict__ y, int N, int K) {
+    extern __shared__ uint4 ring[];
+    const int lane = threadIdx.x % 32, wid = threadIdx.x / 32, wpb = blockDim.x / 32, T = blockDim.x;
+    const int wks = wid % KS;
+    const int n0 = (blockIdx.x * (wpb / KS) + wid / KS) * R;
+    pdl_trigger();
+    if (KS == 1 && n0 >= N) { pdl_wait(); pdl_trigger_late(); return; }
+    const uint8_t *wr[R];
+    const float *sr[R];
+    float acc[R];
+    rows<R>(W, Sc, N, K, n0, wr, sr, acc);
+    const int step = 32 * KS * 16, kfirst = (lane + 32 * wks) * 16;
+    const int C = kfirst < K ? (K - kfirst + step - 1) / step : 0;
+    auto issue = [&](int c) {
+        if (c < C) {
+            const int kk = kfirst + c * step;
+            uint4 *slot = ring + (size_t)(c % S) * R * T + threadIdx.x;
+#pragma unroll
+            for (int r = 0; r < R; r++) cpasync16(slot + r * T, wr[r] + kk);
+        }
+        cp_commit();
+    };
+#pragma unroll
+    for (int i = 0; i < S - 1; i++) issue(i);
+    pdl_wait();
+    float xa[16], xb[16], sa = 0.0f, sb = 0.0f;
+    if (XPF && C > 0) { xload_p(x, kfirst, xa); sa = sr[0][kfirst >> 7]; }
+    auto one = [&](int c, float (&xc)[16], float &sc, float (&xn)[16], float &sn) {
+        const int kk = kfirst + c * step;
+        cp_wait<S - 2>();
+        issue(c + S - 1);
+        if (XPF) {
+            if (c + 1 < C) { xload_p(x, kk + step, xn); sn = sr[0][(kk + step) >> 7]; }
+        } else {
+            xload_p(x, kk, xc);
+            sc = sr[0][kk >> 7];
+        }
+        fold_rows<R>(ring + (size_t)(c % S) * R * T + threadIdx.x, T, xc, sc, acc);
+    };
+    for (int c = 0; c < C; c += 2) {
+        one(c, xa, sa, xb, sb);
+        if (c + 1 >= C) break;
+        one(c + 1, xb, sb, xa, sa);
+    }
+    pdl_trigger_late();
+    store<R, KS>(acc, y, n0, N, nullptr);
+}
+/* k_xs: x through shared memory, shared by the block's wpb / KS row groups.
+ * Per stage: R weight slots per thread (its own, as k_r2) and the block's
+ * x for one step (KS groups of 512 floats of the permuted x, copied
+ * verbatim: lane l's quad q is float4 q * 32 + l, conflict-free). Each
+ * step: wait for this thread's copies, a block barrier (every copy of the
+ * step has landed; every thread is done with the other stage), issue the
+ * next step into the other stage, compute from this one. Weights of step 0
+ * before the PDL wait, x after it. */
+template <int R, int KS, int TPB, int MINB>
+__global__ void __launch_bounds__(TPB, MINB) k_xs(const float *__restrict__ x, const uint8_t *__restrict__ W, const float *__restrict__ Sc,
+                                                 float *__restrict__ y, int N, int K) {
+    extern __shared__ uint4 ring[];
+    const int lane = threadIdx.x % 32, wid = threadIdx.x / 32, wpb = blockDim.x / 32, T = blockDim.x;
+    const int wks = wid % KS;
+    const int n0 = (blockIdx.x * (wpb / KS) + wid / KS) * R;
+    pdl_trigger();
+    const uint8_t *wr[R];
+    const float *sr[R];
+    float acc[R];
+    rows<R>(W, Sc, N, K, n0, wr, sr, acc); /* rows past N repeat the last: computed, not stored */
+    const int step = 32 * KS * 16, kfirst = (lane + 32 * wks) * 16;
+    const int C = kfirst < K ? (K - kfirst + step - 1) / step : 0; /* this lane's chunks */
+    const int CB = (K + step - 1) / step;                          /* the block's steps */
+    const int NG = (K + 511) / 512;                                /* x groups (zero padded) */
+    const int SST = R * T + KS * 128;                              /* uint4 per stage */
+    auto issue_w = [&](int c) {
+        if (c < C) {
+            const int kk = kfirst + c * step;
+            uint4 *slot = ring + (size_t)(c & 1) * SST + threadIdx.x;
+#pragma unroll
+            for (int r = 0; r < R; r++) cpasync16(slot + r * T, wr[r] + kk);
+        }
+    };
+    auto issue_x = [&](int c) {
+        if (c < CB) {
+            uint4 *xs = ring + (size_t)(c & 1) * SST + R * T;
+            for (int i = threadIdx.x; i < KS * 128; i += T) {
+                const int g = c * KS + i / 128;
+                if (g < NG) cpasync16(xs + i, (const float4 *)x + (size_t)g * 128 + (i & 127));
+            }
+        }
+    };
+    issue_w(0);
+    cp_commit();
+    pdl_wait();
+    issue_x(0);
+    cp_commit();
+    for (int c = 0; c < CB; c++) {
+        cp_wait<0>();
+        __syncthreads();
+        issue_w(c + 1);
+        issue_x(c + 1);
+        cp_commit();
+        if (c < C) {
+            const int kk = kfirst + c * step;
+            const uint4 *st = ring + (size_t)(c & 1) * SST;
+            const uint4 *xq = st + R * T + wks * 128 + lane;
+            float xv[16];
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                const uint4 t = xq[q * 32];
+                xv[4 * q] = __uint_as_float(t.x); xv[4 * q + 1] = __uint_as_float(t.y);
+                xv[4 * q + 2] = __uint_as_float(t.z); xv[4 * q + 3] = __uint_as_float(t.w);
+            }
+            fold_rows<R>(st + threadIdx.x, T, xv, sr[0][kk >> 7], acc);
+        }
+    }
+    pdl_trigger_late();
+    store<R, KS>(acc, y, n0, N, nullptr);
+}
+
 /* ---- host ---- */
 typedef void (*kfn)(const float *, const uint8_t *, const float *, float *, int, int);
 struct Var {
@@ -438,6 +642,7 @@ struct Var {
     int R, KS, wpb, smem_per_thread, lo; /* smem bytes per thread (cpa) */
     int xp_c; /* k_xp: chunks per lane held (0: not k_xp) */
     int xh;   /* x passed as fp16 (CV = 2); 2: x permuted (k_cpa XPM) */
+    int smem_x; /* k_xs: bytes of x slots per block (2 stages x KS x 2 KiB) */
 };
 
 static float frand(uint64_t *s) {
@@ -488,7 +693,26 @@ int main(int argc, char **argv) {
 #define XP(KS, C, PF) vars.push_back({"xp KS" #KS " C" #C " PF" #PF, k_xp<KS, C, PF>, 1, KS, KS, 0, 0, C})
 #define CPAP(R, S, KS, WPB) vars.push_back({"cpap R" #R " S" #S " KS" #KS " wpb" #WPB, k_cpa<R, S, KS, 0, 1>, R, KS, WPB, S * R * 16, 0, 0, 2})
     const int set = argc > 3 ? atoi(argv[3]) : 0; /* 1: the permuted-x set (2026-12-02) */
-    if (set == 1) {
+#define R2(R, KS, XPF, TPB, MINB) vars.push_back({"r2 R" #R " KS" #KS " xpf" #XPF " t" #TPB " b" #MINB, k_r2<R, KS, XPF, TPB, MINB>, R, KS, TPB / 32, 2 * R * 16, 0, 0, 2, 0})
+#define XS(R, KS, TPB, MINB) vars.push_back({"xs R" #R " KS" #KS " t" #TPB " b" #MINB, k_xs<R, KS, TPB, MINB>, R, KS, TPB / 32, 2 * R * 16, 0, 0, 2, 2 * KS * 2048})
+#define RS(R, KS, XPF, S, TPB, MINB) vars.push_back({"rs R" #R " KS" #KS " xpf" #XPF " S" #S " t" #TPB " b" #MINB, k_rs<R, KS, XPF, S, TPB, MINB>, R, KS, TPB / 32, S * R * 16, 0, 0, 2, 0})
+    if (set == 3) {
+        RS(4, 2, 0, 2, 128, 8);
+        RS(4, 2, 1, 2, 128, 8);
+        RS(4, 2, 0, 3, 128, 8);
+        RS(4, 2, 1, 3, 128, 8);
+        RS(4, 2, 1, 2, 128, 6);
+        RS(2, 2, 1, 2, 128, 10);
+        RS(4, 1, 1, 2, 128, 8);
+    } else if (set == 2) {
+        R2(4, 2, 0, 128, 8);
+        R2(4, 2, 1, 128, 8);
+        R2(4, 2, 1, 128, 1);
+        XS(4, 2, 128, 8);
+        XS(4, 2, 256, 4);
+        XS(4, 1, 128, 8);
+        XS(2, 2, 128, 8);
+    } else if (set == 1) {
         CPA(4, 2, 2, 4);
         CPAP(4, 2, 2, 4);
         CPA(4, 2, 1, 4);
@@ -571,7 +795,7 @@ int main(int argc, char **argv) {
             Var &v = vars[vi];
             const int rpb = v.wpb / v.KS * v.R;
             int grid = (N + rpb - 1) / rpb;
-            int smem = v.smem_per_thread * v.wpb * 32;
+            int smem = v.smem_per_thread * v.wpb * 32 + v.smem_x;
             if (v.xp_c) {
                 if (v.xp_c * 32 * v.KS < K / 16 || (v.xp_c - 1) * 32 * v.KS >= K / 16) { outs[vi].assign(N, 0.0f); continue; } /* C does not fit K */
                 int nb = 0;
@@ -613,7 +837,7 @@ int main(int argc, char **argv) {
             int same = -1; /* bitwise vs the first compute variant with the same KS */
             for (size_t o = 0; o < vi && !v.lo; o++)
                 if (!vars[o].lo && vars[o].KS == v.KS && outs[o][0] != 0.0f) { same = memcmp(outs[o].data(), outs[vi].data(), N * 4) == 0; break; }
-            if (v.xp_c) { cudaFuncAttributes fa; CK(cudaFuncGetAttributes(&fa, v.f)); printf("[%3d regs] ", fa.numRegs); }
+            { cudaFuncAttributes fa; CK(cudaFuncGetAttributes(&fa, v.f)); printf("[%3d regs %2d B lmem] ", fa.numRegs, (int)fa.localSizeBytes); }
             printf("%-28s grid %5d  %7.2f us  %6.1f%% (pdl %5.1f%%)  err %.1e  %s\n", v.name.c_str(), grid, t * 1e6, pct[vi][s], pctp[vi][s], maxrel,
                    same < 0 ? "" : same ? "bitwise=" : "BITS DIFFER");
         }
