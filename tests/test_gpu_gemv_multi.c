@@ -321,15 +321,18 @@ static int variant_spec(int v, int fp8, char *buf, size_t n) {
      * every widening, loop, u, na, wpb and rows */
     /* ... and the W8A8 register GEMV's K split (by shape, none, 2 or 4 warps: period 12) */
     static const int i8ks[4] = {0, 1, 2, 4};
+    /* ... and the M = 1 ring's next-chunk loads (xpf, period 22: it meets every ring setting, widening
+     * and rows) */
     /* ... and the permuted activations of M >= 3 (period 10), and the batched-M rule (mlb: 0 the
      * unbounded kernels, 1 the register-capped ring at every M >= 3, 2 the capped ring at M <= 4
      * and rows by shape, 3 as 2 with the M >= 5 register loop capped too; period 28: it meets
      * every xp, ring, rows and widening) */
     snprintf(buf, n,
-             "v1,fp8=%s,u=%d,na=%d,wpb=%d,i8u=%d,i8na=%d,i8wpb=%d,%s,loop=%d,ring=%d,i8ring=%d,i8ks=%d,xp=%d,mlb=%d",
+             "v1,fp8=%s,u=%d,na=%d,wpb=%d,i8u=%d,i8na=%d,i8wpb=%d,%s,loop=%d,ring=%d,i8ring=%d,i8ks=%d,xp=%d,mlb=%d,"
+             "xpf=%d",
              f8[fi], u, na, wpb ? gk_gemv_wpb_max() : 4, u, na, wpb ? gk_gemv_wpb_max() : 4, rows[r], v % 3,
              (v / 2) % 3, (v / 2) % 2,
-             i8ks[(v / 3) % 4], (v / 5) % 2, (v / 7) % 4);
+             i8ks[(v / 3) % 4], (v / 5) % 2, (v / 7) % 4, (v / 11) % 2);
     return 1;
 }
 
@@ -401,6 +404,7 @@ static void test_multi_and_variants(int block_only) {
                         const unsigned long long xp0 = gk_gemv_xperm_launches();
                         const unsigned long long cap0 = gk_gemv_capped_launches();
                         const unsigned long long l2ef0 = gk_gemv_l2ef_launches();
+                        const unsigned long long rpf0 = gk_gemv_ring_xpf_launches();
                         check_job(&j, spec, 0, hs);
                         /* float GEMVs of 8-bit weights read x permuted exactly where asked for (xp=1,
                          * M >= 3, L1 no-allocate weight loads; every k here is a multiple of the chunk) */
@@ -437,6 +441,11 @@ static void test_multi_and_variants(int block_only) {
                             CHECKF((gk_gemv_l2ef_launches() > l2ef0) == (f8ring && gk_gemv_ring_supported()),
                                    "variant %s %s M=%d: L2 evict_first hint %s", spec, FMTS[f].name, M,
                                    f8ring ? "not counted" : "unexpected");
+                        /* the two-stage ring at M = 1 loaded the next chunk's inputs exactly where asked for */
+                        const int wpf = f8ring && gk_gemv_ring_supported() && M == 1 && strstr(spec, ",ring=1") &&
+                                        strstr(spec, ",xpf=1");
+                        CHECKF((gk_gemv_ring_xpf_launches() > rpf0) == (wpf != 0), "variant %s %s M=%d: xpf ring %s",
+                               spec, FMTS[f].name, M, wpf ? "not launched" : "unexpected");
                         if (want && gk_gemv_ring_supported())
                             CHECKF(gk_gemv_ring_launches() > ring0, "variant %s %s: no ring launch", spec,
                                    FMTS[f].name);

@@ -117,6 +117,11 @@ static kreg_kernel K_FOLD =
     KREG_KERNEL(KN("gemv_fold"), "fp8 e4m3 GEMV launches (every M) with the 2^8 of the fp16 widening folded into "
                                  "the chunk scale (bitwise h2 while every nonzero activation is in [2^-109, 2^120)); "
                                  "off: h2, one multiply per code pair");
+static kreg_kernel K_RPF =
+    KREG_KERNEL(KN("gemv_ring_xpf"), "fp8 ring GEMV launches at M = 1 that load the next chunk's activations and "
+                                     "scales while this chunk computes (two register sets, up to 85 registers; the "
+                                     "same bits; opt-in with DOTLM_GEMV=xpf=1); off: each chunk's inputs loaded as it "
+                                     "starts (64 registers)");
 static kreg_kernel K_PINNED =
     KREG_KERNEL(KN("host_pinned"), "device-to-host copies (the logits) into page-locked host buffers of "
                                    "be_host_alloc (one DMA, ~4x faster than pageable memory for a logits "
@@ -237,6 +242,7 @@ typedef struct {
     int fold;             /* cuda.gemv_fold enabled for this forward */
     int i8ks;             /* cuda.int8_gemv_ksplit enabled for this forward */
     int l2ef;             /* cuda.gemv_l2_evict_first enabled for this forward (part of graph keys) */
+    int rpf;              /* cuda.gemv_ring_xpf enabled for this forward (part of graph keys) */
     /* page-locked host buffers made by gpu_host_alloc (to_host counts copies into them) */
     struct { const char *p; size_t n; } *pin;
     int npin, pin_cap;
@@ -352,6 +358,7 @@ static int diag_skip(const gpu_impl *g, const kreg_kernel *k) {
         const unsigned long long pdl0_ = gk_pdl_launches();                   \
         const unsigned long long ring0_ = gk_gemv_ring_launches();            \
         const unsigned long long fold0_ = gk_gemv_fold_launches();            \
+        const unsigned long long rpf0_ = gk_gemv_ring_xpf_launches();         \
         const unsigned long long unsc0_ = gk_gemv_unscaled_launches();        \
         const unsigned long long l2ef0_ = gk_gemv_l2ef_launches();            \
         const unsigned long long npre0_ = gk_norm_prewait_launches();         \
@@ -362,6 +369,7 @@ static int diag_skip(const gpu_impl *g, const kreg_kernel *k) {
         pdl_count((g), pdl0_);                                                \
         hits_since((g), &K_RING, ring0_, gk_gemv_ring_launches());            \
         hits_since((g), &K_FOLD, fold0_, gk_gemv_fold_launches());            \
+        hits_since((g), &K_RPF, rpf0_, gk_gemv_ring_xpf_launches());          \
         hits_since((g), &K_UNSC, unsc0_, gk_gemv_unscaled_launches());        \
         hits_since((g), &K_L2EF, l2ef0_, gk_gemv_l2ef_launches());            \
         hits_since((g), &K_NORM_PRE, npre0_, gk_norm_prewait_launches());     \
@@ -667,6 +675,8 @@ static int gpu_begin(dl_backend *be, const dl_batch *b, const dl_kvcache *kv) {
     gk_gemv_ring_allow(g->ring);
     g->fold = kreg_enabled(&K_FOLD); /* DOTLM_DISABLE=cuda.gemv_fold: the h2 widening */
     gk_gemv_fold_allow(g->fold);
+    g->rpf = kreg_enabled(&K_RPF); /* DOTLM_DISABLE=cuda.gemv_ring_xpf: inputs loaded as each chunk starts */
+    gk_gemv_ring_xpf_allow(g->rpf);
     gk_gemv_unscaled_allow(kreg_enabled(&K_UNSC)); /* DOTLM_DISABLE=cuda.gemv_unscaled: the scale load */
     g->l2ef = kreg_enabled(&K_L2EF); /* DOTLM_DISABLE=cuda.gemv_l2_evict_first: unhinted weight copies */
     gk_gemv_l2ef_allow(g->l2ef);
@@ -1367,6 +1377,7 @@ static int gpu_graph_begin(dl_backend *be, uint64_t key) {
     key ^= (uint64_t)g->pdl * 0xC2B2AE3D27D4EB4Full; /* PDL edges are part of a recording */
     key ^= (uint64_t)g->ring * 0x165667B19E3779F9ull; /* so is the GEMV kernel chosen */
     key ^= (uint64_t)g->fold * 0x61C8864680B583EBull; /* and its widening */
+    key ^= (uint64_t)g->rpf * 0xD6E8FEB86659FD93ull;  /* and its loop */
     key ^= (uint64_t)g->i8ks * 0x9FB21C651E98DF25ull; /* and its grid */
     key ^= (uint64_t)g->l2ef * 0x3C6EF372FE94F82Bull; /* and its weights' L2 policy */
     key ^= (uint64_t)g->fuse_att * 0x27D4EB2F165667C5ull; /* and the launches the fusions leave out */
@@ -1441,6 +1452,8 @@ dl_backend *gpu_backend_create(const char *name) {
     gk_gemv_ring_allow(g->ring);
     g->fold = kreg_enabled(&K_FOLD);
     gk_gemv_fold_allow(g->fold);
+    g->rpf = kreg_enabled(&K_RPF);
+    gk_gemv_ring_xpf_allow(g->rpf);
     gk_gemv_unscaled_allow(kreg_enabled(&K_UNSC)); /* DOTLM_DISABLE=cuda.gemv_unscaled: the scale load */
     g->l2ef = kreg_enabled(&K_L2EF);
     gk_gemv_l2ef_allow(g->l2ef);

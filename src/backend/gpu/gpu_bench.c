@@ -415,6 +415,7 @@ static const char *const VARIANTS_ALL[] = {
     "default,loop=0,fp8=h2",
     "default,loop=0",
     "default,fp8=h2",
+    "default,xpf=1",
     "default,loop=2",
     "v1,fp8=h2",
     "v1,u=4,i8u=4",

@@ -89,6 +89,12 @@ void gk_gemv_ring_allow(int on);
  * its process-wide gate (off: those launches use h2; on at start). */
 unsigned long long gk_gemv_fold_launches(void);
 void gk_gemv_fold_allow(int on);
+/* The two-stage fp8 ring at M = 1 with chunk c + 1's activations and
+ * scales loaded during chunk c (gpu_tune.h xpf=1, opt-in): launches
+ * made so far (the cuda.gemv_ring_xpf dispatch counter), and its gate (off:
+ * the ring loads each chunk's inputs as the chunk starts; on at start). */
+unsigned long long gk_gemv_ring_xpf_launches(void);
+void gk_gemv_ring_xpf_allow(int on);
 /* 16/32-bit GEMV launches at M <= 2 without block scales built without the
  * per-chunk scale load (the same bits), and their gate (default on). */
 unsigned long long gk_gemv_unscaled_launches(void);

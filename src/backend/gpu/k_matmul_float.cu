@@ -392,14 +392,56 @@ static constexpr __host__ __device__ bool dl_is_f16_32(int dt) {
  * acc[r][m]) with s the chunk's block scale (srow[r][kk / bk] through the
  * umulhi magic; 1 without block scales). The one definition of a chunk's
  * arithmetic for every float GEMV K loop but dl_k_gemv_fp. */
+/* What a chunk at kk takes besides its weights, at M = 1: its VEC
+ * activations (x itself, or the permuted twin with XP) and each row's
+ * chunk scale (times 2^8 under fold; 1 where CV = 1 builds 16/32-bit
+ * weights without the load), as dl_gv_chunk loads them. */
+template <int DT, int CV, int R, bool XP>
+static __device__ __forceinline__ void dl_gv_chunk_in(const float *__restrict__ x, int kk, const float *const (&srow)[R],
+                                                      unsigned magic, float (&xv)[dl_wt<DT>::VEC], float (&s)[R]) {
+    typedef dl_gv<DT, CV> G;
+    /* 16/32-bit weights launched with CV = 1 (gv_go: no block scales, the
+     * backend's cuda.gemv_unscaled) take s = 1 without a load: fma(p, 1,
+     * acc) = acc + p, the same bits */
+    constexpr bool NOS = dl_is_f16_32(DT) && CV == 1;
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        s[r] = NOS ? 1.0f : srow[r][__umulhi((unsigned)kk, magic)];
+        if (G::FOLD) s[r] *= 256.0f; /* exact */
+    }
+    if (XP) dl_gv_xload<DT, CV>(x + dl_xp_at<dl_wt<DT>::VEC, 1>(kk), xv, DL_WARP);
+    else dl_gv_xload<DT, CV>(x + kk, xv);
+}
+/* A chunk's arithmetic at M = 1 on what dl_gv_chunk_in loaded: each row
+ * widened, its partial p over the chunk by sequential FMAs, then acc[r] =
+ * fma(p, s[r], acc[r]). */
+template <int DT, int CV, int R>
+static __device__ __forceinline__ void dl_gv_chunk_on(const uint4 (&raw)[R], const float (&xv)[dl_wt<DT>::VEC],
+                                                      const float (&s)[R], float (&acc)[R][1]) {
+    typedef dl_wt<DT> T;
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        float f[T::VEC];
+        dl_gv<DT, CV>::cvt16(raw[r], f);
+        float p = 0.0f;
+#pragma unroll
+        for (int e = 0; e < T::VEC; e++) p = fmaf(f[e], xv[e], p);
+        acc[r][0] = fmaf(p, s[r], acc[r][0]);
+    }
+}
+
 template <int DT, int CV, int R, int MR, bool XP = false>
 static __device__ __forceinline__ void dl_gv_chunk(const uint4 (&raw)[R], const float *__restrict__ x, int K, int kk,
                                                    const float *const (&srow)[R], unsigned magic, float (&acc)[R][MR]) {
     typedef dl_wt<DT> T;
     typedef dl_gv<DT, CV> G;
-    /* 16/32-bit weights launched with CV = 1 (gv_go: no block scales, the
-     * backend's cuda.gemv_unscaled) take s = 1 without a load: fma(p, 1,
-     * acc) = acc + p, the same bits */
+    if constexpr (MR == 1) { /* the same loads and arithmetic, in the two parts the prefetching ring uses */
+        float xv[T::VEC], s[R];
+        dl_gv_chunk_in<DT, CV, R, XP>(x, kk, srow, magic, xv, s);
+        dl_gv_chunk_on<DT, CV, R>(raw, xv, s, acc);
+        (void)K;
+        return;
+    }
     constexpr bool NOS = dl_is_f16_32(DT) && CV == 1;
     float f[R][T::VEC];
     float s[R];
@@ -531,10 +573,20 @@ __global__ void __launch_bounds__(GEMV_MAXT, GEMV_LB(LB))
  * than one wave of the 8 blocks per SM that fit. H200, 2026-12-02, the
  * kernel alone reading the twin, early-trigger chain: 82.5% of the copy
  * bandwidth against 67.2% (bench/h200-2026-12-02e/run1, 2026-12-02d/run4). */
-template <int DT, int MR, int R, int CV, int S, bool XP = false, int LB = 0>
-__global__ void __launch_bounds__(GEMV_MAXT, MR == 1 ? (R <= 2 ? 5 : 4) : LB)
+/* PF (knob xpf, M = 1 and two stages only): chunk c + 1's activations and
+ * chunk scales are loaded while chunk c computes, into the other of two
+ * register sets (two chunks per trip: the sets alternate without copies),
+ * so a chunk's FMAs no longer wait on its x loads, which miss L1 about one
+ * time in three. The two sets need more than 64 registers: the cap is 85
+ * (3 blocks of 8 warps, or 6 of 4, per SM). Same loads, values and order
+ * (dl_gv_chunk_in / dl_gv_chunk_on): the same bits. */
+/* (Under the 64-register cap of PF = 0 every instance of this loop
+ * spills: ptxas -v, 36-140 bytes.) */
+template <int DT, int MR, int R, int CV, int S, bool XP = false, int LB = 0, int PF = 0>
+__global__ void __launch_bounds__(GEMV_MAXT, MR == 1 ? (PF ? 3 : R <= 2 ? 5 : 4) : LB)
     dl_k_gemv_fa(const float *__restrict__ x, const dl_gv_job j, int late, int spre) {
     static_assert(S == 2 || S == 3, "two or three ring stages");
+    static_assert(!PF || (MR == 1 && S == 2), "the prefetching ring: M = 1, two stages");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && DL_WARP == 32 && !defined(__HIPCC__)
     typedef dl_wt<DT> T;
     extern __shared__ uint4 dl_ring[];
@@ -588,6 +640,29 @@ __global__ void __launch_bounds__(GEMV_MAXT, MR == 1 ? (R <= 2 ? 5 : 4) : LB)
     }
     dl_pdl_wait(); /* x is read, y written, only from here on */
     if (!late) dl_pdl_trigger();
+    if constexpr (PF) {
+        float xa[T::VEC], xb[T::VEC], sa[R], sb[R];
+        if (nc > 0) dl_gv_chunk_in<DT, CV, R, XP>(x, k1, srow, magic, xa, sa);
+        /* chunk c from stage st with its inputs xc / sc; chunk c + 1's into xn / sn */
+        auto one = [&](int c, int st, float (&xc)[T::VEC], float (&sc)[R], float (&xn)[T::VEC], float (&sn)[R]) {
+            dl_ring_wait<0>();  /* chunk c has landed */
+            issue(c + 1, st ^ 1); /* into the stage chunk c - 1 left */
+            if (c + 1 < nc) dl_gv_chunk_in<DT, CV, R, XP>(x, k1 + (c + 1) * step, srow, magic, xn, sn);
+            const uint4 *slot = dl_ring + st * R * T_ + threadIdx.x;
+            uint4 raw[R];
+#pragma unroll
+            for (int r = 0; r < R; r++) raw[r] = slot[r * T_];
+            dl_gv_chunk_on<DT, CV, R>(raw, xc, sc, acc);
+        };
+        for (int c = 0; c < nc; c += 2) {
+            one(c, 0, xa, sa, xb, sb);
+            if (c + 1 >= nc) break;
+            one(c + 1, 1, xb, sb, xa, sa);
+        }
+        if (late) dl_pdl_trigger();
+        dl_gv_store<R, MR>(acc, g, j.w[0].scale_kind, n0, lane);
+        return;
+    }
     int cur = 0, kk = k1; /* c % S, chunk c's first element */
     for (int c = 0; c < nc; c++) {
         dl_ring_wait<S - 2>(); /* chunk c has landed (c + 1 may be in flight) */
@@ -891,6 +966,15 @@ extern "C" unsigned long long gk_gemv_ring_launches(void) { return g_ring_n; }
 extern "C" void gk_gemv_ring_allow(int on) { g_ring_allow = on != 0; }
 int dl_ring_ok() { return g_ring_allow && gk_gemv_ring_supported(); }
 
+/* Launches of the two-stage fp8 ring at M = 1 that load chunk c + 1's
+ * activations and scales during chunk c (knob xpf, opt-in), and the
+ * gate (gk_gemv_ring_xpf_allow, the backend's cuda.gemv_ring_xpf): off,
+ * those launches load each chunk's inputs as the chunk starts. */
+static unsigned long long g_rpf_n = 0;
+static int g_rpf_allow = 1;
+extern "C" unsigned long long gk_gemv_ring_xpf_launches(void) { return g_rpf_n; }
+extern "C" void gk_gemv_ring_xpf_allow(int on) { g_rpf_allow = on != 0; }
+
 /* Launches with the e4m3 fold widening (knob fp8=fold, the default at
  * M <= 2), and its gate (gk_gemv_fold_allow, the backend's cuda.gemv_fold):
  * off, those launches widen with h2 (the 2^8 multiplied per code pair). */
@@ -974,7 +1058,7 @@ struct gv_knobs {
 #define GV_LOOP_MAXM 2
 
 static void cfg_v1(gv_knobs *k) { /* the kernels as they were before the variants */
-    k->c = dl_gemv_cfg{DL_FP8_F32, 2, 0, 4, 0, 0, 2, 0, 4, 0, 0, 0, 0, 1, 0};
+    k->c = dl_gemv_cfg{DL_FP8_F32, 2, 0, 4, 0, 0, 2, 0, 4, 0, 0, 0, 0, 1, 0, 0};
     k->loop = 0;
     k->xp = 0;
 }
@@ -1011,7 +1095,7 @@ static void cfg_v1(gv_knobs *k) { /* the kernels as they were before the variant
  * within its run-to-run spread (8 clients 322.9 -> 330.7, 32 clients 360.3
  * -> 351.4 output tok/s). */
 static void cfg_default(gv_knobs *k) {
-    k->c = dl_gemv_cfg{DL_FP8_FOLD, 0, 1, 4, 0, 0, 0, 1, 4, 2, 0, 1, 0, 1, 3};
+    k->c = dl_gemv_cfg{DL_FP8_FOLD, 0, 1, 4, 0, 0, 0, 1, 4, 2, 0, 1, 0, 1, 3, 0};
     k->loop = 0;
     k->xp = 1;
 }
@@ -1055,7 +1139,8 @@ static int cfg_apply(gv_knobs *k, const char *spec) {
             {"u", &c->u, U24}, {"na", &c->na, B01}, {"wpb", &c->wpb, W48}, {"r1", &c->r1, R},
             {"rm", &c->rm, R}, {"i8u", &c->i8u, U24}, {"i8na", &c->i8na, B01}, {"i8wpb", &c->i8wpb, W48},
             {"i8r1", &c->i8r1, R}, {"i8rm", &c->i8rm, R}, {"loop", &k->loop, L012}, {"ring", &c->ring, L012},
-            {"i8ring", &c->i8ring, B01}, {"i8ks", &c->i8ks, R}, {"xp", &k->xp, B01}, {"mlb", &c->mlb, 0xF}};
+            {"i8ring", &c->i8ring, B01}, {"i8ks", &c->i8ks, R}, {"xp", &k->xp, B01}, {"mlb", &c->mlb, 0xF},
+            {"xpf", &c->xpf, B01}};
         size_t i = 0;
         for (; i < sizeof tab / sizeof tab[0]; i++)
             if (!strcmp(key, tab[i].k)) break;
@@ -1108,9 +1193,9 @@ extern "C" void gk_gemv_tune_str(char *buf, size_t n) {
     static const char *f8[5] = {"f32", "h2", "fold", "f32s", "h2x"};
     snprintf(buf, n,
              "fp8=%s,u=%d,na=%d,wpb=%d,r1=%d,rm=%d,i8u=%d,i8na=%d,i8wpb=%d,i8r1=%d,i8rm=%d,loop=%d,ring=%d,i8ring=%d,i8ks=%d,"
-             "xp=%d,mlb=%d",
+             "xp=%d,mlb=%d,xpf=%d",
              f8[c.fp8], c.u, c.na, c.wpb, c.r1, c.rm, c.i8u, c.i8na, c.i8wpb, c.i8r1, c.i8rm, k.loop, c.ring, c.i8ring,
-             c.i8ks, k.xp, c.mlb);
+             c.i8ks, k.xp, c.mlb, c.xpf);
 }
 
 /* One float GEMV launch: the job's weights, the output pointers, M, knobs
@@ -1221,6 +1306,13 @@ static void gv_go_k(const gv_call &c) {
                 }
                 return dl_launch(dl_k_gemv_fa<DT, MR, R, CV, 3, XP>, grid, c.cfg.wpb * DL_WARP, smem, c.st, c.x, j, late,
                                  dl_ring_spre());
+            }
+            if constexpr (MR == 1) {
+                if (c.cfg.xpf && g_rpf_allow) {
+                    g_rpf_n++;
+                    return dl_launch(dl_k_gemv_fa<DT, 1, R, CV, 2, XP, 0, 1>, grid, c.cfg.wpb * DL_WARP, smem, c.st,
+                                     c.x, j, late, dl_ring_spre());
+                }
             }
             return dl_launch(dl_k_gemv_fa<DT, MR, R, CV, 2, XP>, grid, c.cfg.wpb * DL_WARP, smem, c.st, c.x, j, late,
                              dl_ring_spre());
