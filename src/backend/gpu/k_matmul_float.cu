@@ -386,12 +386,6 @@ static constexpr __host__ __device__ bool dl_is_f16_32(int dt) {
  * are in gpu_common.cuh (the norms and the gate/up epilogue write the M = 1
  * form, the twin). */
 
-/* One 16-byte chunk per row (raw[r], at element kk of row r) folded into
- * acc: widened (dl_gv<DT, CV>), each row's partial p over the chunk by
- * sequential FMAs with every activation row m, then acc[r][m] = fma(p, s,
- * acc[r][m]) with s the chunk's block scale (srow[r][kk / bk] through the
- * umulhi magic; 1 without block scales). The one definition of a chunk's
- * arithmetic for every float GEMV K loop but dl_k_gemv_fp. */
 /* What a chunk at kk takes besides its weights, at M = 1: its VEC
  * activations (x itself, or the permuted twin with XP) and each row's
  * chunk scale (times 2^8 under fold; 1 where CV = 1 builds 16/32-bit
@@ -430,6 +424,14 @@ static __device__ __forceinline__ void dl_gv_chunk_on(const uint4 (&raw)[R], con
     }
 }
 
+/* One 16-byte chunk per row (raw[r], at element kk of row r) folded into
+ * acc: widened (dl_gv<DT, CV>), each row's partial p over the chunk by
+ * sequential FMAs with every activation row m, then acc[r][m] = fma(p, s,
+ * acc[r][m]) with s the chunk's block scale (srow[r][kk / bk] through the
+ * umulhi magic; 1 without block scales). The one definition of a chunk's
+ * arithmetic for every float GEMV K loop but dl_k_gemv_fp (at M = 1 it is
+ * dl_gv_chunk_in then dl_gv_chunk_on, which the prefetching ring calls
+ * apart). */
 template <int DT, int CV, int R, int MR, bool XP = false>
 static __device__ __forceinline__ void dl_gv_chunk(const uint4 (&raw)[R], const float *__restrict__ x, int K, int kk,
                                                    const float *const (&srow)[R], unsigned magic, float (&acc)[R][MR]) {
