@@ -29,27 +29,32 @@ cmake --build build-hip-ci -j "$(nproc)" --target dotlm test_gpu_ops test_gpu_gd
 ./build-hip-ci/test_gpu_ops | tail -n 1   # no GPU here: must skip cleanly
 ./build-hip-ci/test_gpu_gemv_multi | tail -n 1
 # The SASS of the built binary too: this toolkit has no disassembler, but
-# NVIDIA publishes cuobjdump on PyPI (nvidia-cuda-cuobjdump; a newer
-# cuobjdump reads older cubins). Without network the gate runs on the PTX
-# and gfx906 code only, and says so.
+# NVIDIA publishes cuobjdump and the nvdisasm it calls for --dump-sass on
+# PyPI (nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm; a newer pair reads
+# older cubins). Without network the gate runs on the PTX and gfx906 code
+# only, and says so.
 SASS_ARGS=()
-if command -v cuobjdump >/dev/null 2>&1; then
+if command -v cuobjdump >/dev/null 2>&1 && command -v nvdisasm >/dev/null 2>&1; then
   SASS_ARGS=(--sass build-cuda-ci/dotlm)
 else
-  d=build-cuda-ci/cuobjdump-pypi
-  if [ ! -x "$d/bin/cuobjdump" ]; then
+  d=build-cuda-ci/nvtools-pypi
+  if [ ! -x "$d/bin/cuobjdump" ] || [ ! -x "$d/bin/nvdisasm" ]; then
     rm -rf "$d" && mkdir -p "$d/whl" "$d/bin"
-    if python3 -m pip download -q --no-deps --index-url https://pypi.org/simple 'nvidia-cuda-cuobjdump>=13.2' \
-         -d "$d/whl" 2>"$d/pip.log"; then
-      python3 -m zipfile -e "$d"/whl/*.whl "$d/x" &&
-        cp "$(find "$d/x" -type f -name cuobjdump | head -1)" "$d/bin/cuobjdump" && chmod +x "$d/bin/cuobjdump" || true
-    fi
+    for t in cuobjdump nvdisasm; do
+      python3 -m pip download -q --no-deps --index-url https://pypi.org/simple "nvidia-cuda-$t>=13.2" \
+        -d "$d/whl" 2>>"$d/pip.log" || break
+    done
+    for w in "$d"/whl/*.whl; do [ -f "$w" ] && { python3 -m zipfile -e "$w" "$d/x" || true; }; done
+    for t in cuobjdump nvdisasm; do
+      f=$(find "$d/x" -type f -name "$t" 2>/dev/null | head -1 || true)
+      [ -n "$f" ] && cp "$f" "$d/bin/$t" && chmod +x "$d/bin/$t"
+    done
   fi
-  if [ -x "$d/bin/cuobjdump" ]; then
+  if [ -x "$d/bin/cuobjdump" ] && [ -x "$d/bin/nvdisasm" ]; then
     export PATH=$PWD/$d/bin:$PATH
     SASS_ARGS=(--sass build-cuda-ci/dotlm)
   else
-    echo "ci_gpu: cuobjdump could not be fetched from PyPI ($(tail -n 1 "$d/pip.log" 2>/dev/null)):" \
+    echo "ci_gpu: cuobjdump / nvdisasm could not be fetched from PyPI ($(tail -n 1 "$d/pip.log" 2>/dev/null)):" \
          "the SASS part of the gate is SKIPPED, the PTX and gfx906 parts run" >&2
   fi
 fi
