@@ -663,6 +663,23 @@ static int lead_single_rows(gpu_impl *g, const dl_batch *b, int nseq) {
     return n;
 }
 
+/* The GEMV kernel modules' process-wide gates from this backend's switches
+ * (DOTLM_DISABLE=...), kept in g where they are part of graph keys: at
+ * creation and at every forward's begin (switches may change between). */
+static void gemv_switches(gpu_impl *g) {
+    g->ring = kreg_enabled(&K_RING); /* cuda.gemv_ring off: the register K loop */
+    gk_gemv_ring_allow(g->ring);
+    g->fold = kreg_enabled(&K_FOLD); /* cuda.gemv_fold off: the h2 widening */
+    gk_gemv_fold_allow(g->fold);
+    g->rpf = kreg_enabled(&K_RPF); /* cuda.gemv_ring_xpf off: inputs loaded as each chunk starts */
+    gk_gemv_ring_xpf_allow(g->rpf);
+    gk_gemv_unscaled_allow(kreg_enabled(&K_UNSC)); /* cuda.gemv_unscaled off: the scale load */
+    g->l2ef = kreg_enabled(&K_L2EF); /* cuda.gemv_l2_evict_first off: unhinted weight copies */
+    gk_gemv_l2ef_allow(g->l2ef);
+    g->i8ks = kreg_enabled(&K_I8KS); /* cuda.int8_gemv_ksplit off: one warp per row group */
+    gk_int8_ksplit_allow(g->i8ks);
+}
+
 static int gpu_begin(dl_backend *be, const dl_batch *b, const dl_kvcache *kv) {
     gpu_impl *g = IMPL(be);
     /* PDL for decode-sized batches (the GEMV path), unless switched off
@@ -671,17 +688,7 @@ static int gpu_begin(dl_backend *be, const dl_batch *b, const dl_kvcache *kv) {
      * measured slower (H200, 2026-11-30: int8 prompt 2531 vs 3391 tok/s). */
     g->pdl = g->pdl_ok && !g->prof && b->ntok <= GEMV_BATCH_M && kreg_enabled(&K_PDL);
     gk_pdl_set(g->pdl);
-    g->ring = kreg_enabled(&K_RING); /* DOTLM_DISABLE=cuda.gemv_ring: the register K loop */
-    gk_gemv_ring_allow(g->ring);
-    g->fold = kreg_enabled(&K_FOLD); /* DOTLM_DISABLE=cuda.gemv_fold: the h2 widening */
-    gk_gemv_fold_allow(g->fold);
-    g->rpf = kreg_enabled(&K_RPF); /* DOTLM_DISABLE=cuda.gemv_ring_xpf: inputs loaded as each chunk starts */
-    gk_gemv_ring_xpf_allow(g->rpf);
-    gk_gemv_unscaled_allow(kreg_enabled(&K_UNSC)); /* DOTLM_DISABLE=cuda.gemv_unscaled: the scale load */
-    g->l2ef = kreg_enabled(&K_L2EF); /* DOTLM_DISABLE=cuda.gemv_l2_evict_first: unhinted weight copies */
-    gk_gemv_l2ef_allow(g->l2ef);
-    g->i8ks = kreg_enabled(&K_I8KS); /* DOTLM_DISABLE=cuda.int8_gemv_ksplit: one warp per row group */
-    gk_int8_ksplit_allow(g->i8ks);
+    gemv_switches(g);
     /* opt-in: measured slower in decode (H200, 2026-11-30, Qwen3-8B fp8 at
      * 512: 241.6 and 238.7 tok/s with it, 251.9 and 250.7 without; the
      * last block merges after every other block of its group, a fence and
@@ -1448,17 +1455,7 @@ dl_backend *gpu_backend_create(const char *name) {
     g->pdl_ok = gpurt_pdl_supported();
     g->pdl = g->pdl_ok && !g->prof && kreg_enabled(&K_PDL);
     gk_pdl_set(g->pdl);
-    g->ring = kreg_enabled(&K_RING);
-    gk_gemv_ring_allow(g->ring);
-    g->fold = kreg_enabled(&K_FOLD);
-    gk_gemv_fold_allow(g->fold);
-    g->rpf = kreg_enabled(&K_RPF);
-    gk_gemv_ring_xpf_allow(g->rpf);
-    gk_gemv_unscaled_allow(kreg_enabled(&K_UNSC)); /* DOTLM_DISABLE=cuda.gemv_unscaled: the scale load */
-    g->l2ef = kreg_enabled(&K_L2EF);
-    gk_gemv_l2ef_allow(g->l2ef);
-    g->i8ks = kreg_enabled(&K_I8KS);
-    gk_int8_ksplit_allow(g->i8ks);
+    gemv_switches(g);
     const char *d2 = getenv("DOTLM_GPU_FP8_DOT2");
     g->dot2 = d2 && atoi(d2) != 0;
     const char *af = getenv("DOTLM_GPU_ATTN_FUSE");
