@@ -78,7 +78,7 @@ static int run_all(dl_model *m, const int32_t *toks, float *out, size_t *nout) {
     GN ".add_rmsnorm," GN ".qk_rope_kv," GN ".matmul.multi.gemv," GN ".matmul.int8.multi.gemv," GN ".norm_actq,"     \
     GN ".silu_actq," GN ".pdl," GN ".gemv_ring," GN ".gemv_fold," GN ".int8_gemv_ksplit," GN ".gate_up_silu,"       \
     GN ".attention.qk_rope," GN ".attention.warm," GN ".attention.combine_wide," GN ".attention.cluster,"        \
-    GN ".norm_prewait," GN ".gemv_twin," GN ".gemv_l2_evict_first," GN ".gemv_ring_xpf"
+    GN ".norm_prewait," GN ".gemv_twin," GN ".gemv_l2_evict_first," GN ".gemv_ring_xpf," GN ".int8_gemv_xp"
 
 /* 1 if the device can run the fp8 GEMV weight ring (then cuda.gemv_ring
  * must count on fp8) / use programmatic dependent launch (then cuda.pdl
@@ -122,7 +122,7 @@ static void one(const char *dir, dl_backend *gpu, uint64_t *rs) {
         CHECKF(kreg_count(GN ".gemv_ring") > 0, "%s: fp8 GEMV weight ring not dispatched", dir);
     if (strstr(dir, "fp8") && ring_supported()) /* the ring's weight copies carry the L2 evict_first hint */
         CHECKF(kreg_count(GN ".gemv_l2_evict_first") > 0, "%s: fp8 ring's L2 evict_first hint not dispatched", dir);
-    if (strstr(dir, "fp8") && ring_supported()) /* M = 1 ring launches load the next chunk's inputs (opted in) */
+    if (strstr(dir, "fp8") && ring_supported()) /* M = 1 ring launches load the next chunk's inputs (xpf=2) */
         CHECKF(kreg_count(GN ".gemv_ring_xpf") > 0, "%s: fp8 ring's next-chunk loads not dispatched", dir);
     if (strstr(dir, "fp8")) /* e4m3 checkpoints: decode GEMVs widen with fold */
         CHECKF(kreg_count(GN ".gemv_fold") > 0, "%s: fp8 fold widening not dispatched", dir);
@@ -133,6 +133,8 @@ static void one(const char *dir, dl_backend *gpu, uint64_t *rs) {
     if (strstr(dir, "int8")) { /* hidden 128 is below the wide-row path: the norm quantizes only >= 1024 */
         printf("%s: norm_actq dispatches %llu\n", dir, (unsigned long long)kreg_count(GN ".norm_actq"));
         CHECKF(kreg_count(GN ".silu_actq") > 0, "%s: fused SiLU + int8 quantization not dispatched", dir);
+        /* decode GEMVs at M = 1 load a group's codes with its weights (opted in by main) */
+        CHECKF(kreg_count(GN ".int8_gemv_xp") > 0, "%s: W8A8 GEMV's code prefetch not dispatched", dir);
     }
 
     kreg_disable(GN ".graph");
@@ -151,7 +153,7 @@ static void one(const char *dir, dl_backend *gpu, uint64_t *rs) {
           kreg_count(GN ".attention.warm") == 0 && kreg_count(GN ".attention.combine_wide") == 0 &&
           kreg_count(GN ".attention.cluster") == 0 && kreg_count(GN ".norm_prewait") == 0 &&
           kreg_count(GN ".gemv_twin") == 0 && kreg_count(GN ".gemv_l2_evict_first") == 0 &&
-          kreg_count(GN ".gemv_ring_xpf") == 0);
+          kreg_count(GN ".gemv_ring_xpf") == 0 && kreg_count(GN ".int8_gemv_xp") == 0);
     CHECKF(n1 == n3 && memcmp(fast, plain, n1 * V * 4) == 0, "%s: fused != separate kernels (bitwise)", dir);
     kreg_reset_switches();
     printf("%s: %zu logit rows, fast == no-graph == unfused without PDL or ring (PDL launches counted: %s; ring: "
@@ -339,7 +341,7 @@ static void silu_actq(dl_backend *gpu, uint64_t *rs) {
 int main(void) {
     setenv("DOTLM_GPU_ATTN_CL", "1", 1); /* opt in to the cluster merge (the unfused run switches it off) */
     setenv("DOTLM_GPU_GEMV_TWIN", "1", 1); /* and to the M = 1 activation twins */
-    setenv("DOTLM_GEMV", "xpf=1", 1);      /* and to the fp8 M = 1 ring's next-chunk loads */
+    setenv("DOTLM_GEMV", "i8xp=1", 1);  /* and to the W8A8 M = 1 next-group code loads (fp8: xpf=2 by default) */
     dl_backend *gpu = be_create(GN, 0);
     if (!gpu) {
         printf("SKIP: no %s device or backend (%s)\n", GN, dl_errmsg());

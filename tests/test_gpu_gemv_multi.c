@@ -321,18 +321,20 @@ static int variant_spec(int v, int fp8, char *buf, size_t n) {
      * every widening, loop, u, na, wpb and rows */
     /* ... and the W8A8 register GEMV's K split (by shape, none, 2 or 4 warps: period 12) */
     static const int i8ks[4] = {0, 1, 2, 4};
-    /* ... and the M = 1 ring's next-chunk loads (xpf, period 22: it meets every ring setting, widening
-     * and rows) */
+    /* ... and the M = 1 ring's early input loads (xpf 0, 1 next chunk, 2 before the wait; period 33:
+     * it meets every ring setting, widening and rows) */
     /* ... and the permuted activations of M >= 3 (period 10), and the batched-M rule (mlb: 0 the
      * unbounded kernels, 1 the register-capped ring at every M >= 3, 2 the capped ring at M <= 4
      * and rows by shape, 3 as 2 with the M >= 5 register loop capped too; period 28: it meets
      * every xp, ring, rows and widening) */
+    /* ... and the W8A8 M = 1 register GEMV's code loads (i8xp 0, 1, 2: period 39; it meets every
+     * i8ks, u, na and rows) */
     snprintf(buf, n,
              "v1,fp8=%s,u=%d,na=%d,wpb=%d,i8u=%d,i8na=%d,i8wpb=%d,%s,loop=%d,ring=%d,i8ring=%d,i8ks=%d,xp=%d,mlb=%d,"
-             "xpf=%d",
+             "xpf=%d,i8xp=%d",
              f8[fi], u, na, wpb ? gk_gemv_wpb_max() : 4, u, na, wpb ? gk_gemv_wpb_max() : 4, rows[r], v % 3,
              (v / 2) % 3, (v / 2) % 2,
-             i8ks[(v / 3) % 4], (v / 5) % 2, (v / 7) % 4, (v / 11) % 2);
+             i8ks[(v / 3) % 4], (v / 5) % 2, (v / 7) % 4, (v / 11) % 3, (v / 13) % 3);
     return 1;
 }
 
@@ -405,7 +407,19 @@ static void test_multi_and_variants(int block_only) {
                         const unsigned long long cap0 = gk_gemv_capped_launches();
                         const unsigned long long l2ef0 = gk_gemv_l2ef_launches();
                         const unsigned long long rpf0 = gk_gemv_ring_xpf_launches();
+                        const unsigned long long i8xp0 = gk_int8_gemv_xp_launches();
                         check_job(&j, spec, 0, hs);
+                        /* the W8A8 register GEMV at M = 1 loaded its codes early where asked (i8xp=1; 2: k > 4096) */
+                        if (is_w8a8(&FMTS[f])) {
+                            const int wx = M == 1 && !strstr(spec, ",i8xp=0") &&
+                                           (!strstr(spec, ",i8xp=2") || S[s].k > 4096) &&
+                                           (!strstr(spec, "i8ring=1") || !gk_gemv_ring_supported());
+                            CHECKF((gk_int8_gemv_xp_launches() > i8xp0) == (wx != 0), "variant %s %s M=%d: i8xp %s",
+                                   spec, FMTS[f].name, M, wx ? "not launched" : "unexpected");
+                        } else {
+                            CHECKF(gk_int8_gemv_xp_launches() == i8xp0, "variant %s %s: i8xp on a float GEMV", spec,
+                                   FMTS[f].name);
+                        }
                         /* float GEMVs of 8-bit weights read x permuted exactly where asked for (xp=1,
                          * M >= 3, L1 no-allocate weight loads; every k here is a multiple of the chunk) */
                         const int wxp = !is_w8a8(&FMTS[f]) && dt_size(FMTS[f].dt) == 1 && M >= 3 &&
@@ -441,9 +455,9 @@ static void test_multi_and_variants(int block_only) {
                             CHECKF((gk_gemv_l2ef_launches() > l2ef0) == (f8ring && gk_gemv_ring_supported()),
                                    "variant %s %s M=%d: L2 evict_first hint %s", spec, FMTS[f].name, M,
                                    f8ring ? "not counted" : "unexpected");
-                        /* the two-stage ring at M = 1 loaded the next chunk's inputs exactly where asked for */
+                        /* the two-stage ring at M = 1 loaded its inputs early exactly where asked for */
                         const int wpf = f8ring && gk_gemv_ring_supported() && M == 1 && strstr(spec, ",ring=1") &&
-                                        strstr(spec, ",xpf=1");
+                                        !strstr(spec, ",xpf=0");
                         CHECKF((gk_gemv_ring_xpf_launches() > rpf0) == (wpf != 0), "variant %s %s M=%d: xpf ring %s",
                                spec, FMTS[f].name, M, wpf ? "not launched" : "unexpected");
                         if (want && gk_gemv_ring_supported())

@@ -119,9 +119,9 @@ static kreg_kernel K_FOLD =
                                  "off: h2, one multiply per code pair");
 static kreg_kernel K_RPF =
     KREG_KERNEL(KN("gemv_ring_xpf"), "fp8 ring GEMV launches at M = 1 that load the next chunk's activations and "
-                                     "scales while this chunk computes (two register sets, up to 85 registers; the "
-                                     "same bits; opt-in with DOTLM_GEMV=xpf=1); off: each chunk's inputs loaded as it "
-                                     "starts (64 registers)");
+                                     "scales while this chunk computes (DOTLM_GEMV=xpf=1: two register sets, up to "
+                                     "85 registers; xpf=2, the default: one set, reloaded as it is used up; the same "
+                                     "bits); off: each chunk's inputs loaded as it starts");
 static kreg_kernel K_PINNED =
     KREG_KERNEL(KN("host_pinned"), "device-to-host copies (the logits) into page-locked host buffers of "
                                    "be_host_alloc (one DMA, ~4x faster than pageable memory for a logits "
@@ -138,6 +138,10 @@ static kreg_kernel K_L2EF =
 static kreg_kernel K_I8KS = KREG_KERNEL(KN("int8_gemv_ksplit"), "W8A8 GEMV launches with a weight's K split over 2 "
                                                                 "or 4 warps (opt-in: DOTLM_GEMV=i8ks=0; exact int32 "
                                                                 "sums, same bits); off: one warp per row group");
+static kreg_kernel K_I8XP =
+    KREG_KERNEL(KN("int8_gemv_xp"), "W8A8 register GEMV launches at M = 1 that load a group's activation codes "
+                                    "with its weights, one group ahead (two register sets; the same bits; opt-in "
+                                    "with DOTLM_GEMV=i8xp=1); off: each chunk's codes loaded as its dp4a use them");
 static kreg_kernel K_XPERM =
     KREG_KERNEL(KN("gemv_xperm"), "fp8 / int8 weight-only GEMV launches at M >= 3 reading x permuted by a small "
                                   "kernel so that a warp's activation loads are contiguous (same bits); off: "
@@ -243,6 +247,7 @@ typedef struct {
     int i8ks;             /* cuda.int8_gemv_ksplit enabled for this forward */
     int l2ef;             /* cuda.gemv_l2_evict_first enabled for this forward (part of graph keys) */
     int rpf;              /* cuda.gemv_ring_xpf enabled for this forward (part of graph keys) */
+    int i8xp;             /* cuda.int8_gemv_xp enabled for this forward (part of graph keys) */
     /* page-locked host buffers made by gpu_host_alloc (to_host counts copies into them) */
     struct { const char *p; size_t n; } *pin;
     int npin, pin_cap;
@@ -363,6 +368,7 @@ static int diag_skip(const gpu_impl *g, const kreg_kernel *k) {
         const unsigned long long l2ef0_ = gk_gemv_l2ef_launches();            \
         const unsigned long long npre0_ = gk_norm_prewait_launches();         \
         const unsigned long long i8ks0_ = gk_int8_ksplit_launches();          \
+        const unsigned long long i8xp0_ = gk_int8_gemv_xp_launches();         \
         const unsigned long long nar0_ = gk_attn_narrow_launches();           \
         const unsigned long long sq0_ = gk_silu_actq_v4_launches();           \
         if (!diag_skip((g), (k))) GPU_PROF((g)->prof, (k)->name, stmt);       \
@@ -374,6 +380,7 @@ static int diag_skip(const gpu_impl *g, const kreg_kernel *k) {
         hits_since((g), &K_L2EF, l2ef0_, gk_gemv_l2ef_launches());            \
         hits_since((g), &K_NORM_PRE, npre0_, gk_norm_prewait_launches());     \
         hits_since((g), &K_I8KS, i8ks0_, gk_int8_ksplit_launches());          \
+        hits_since((g), &K_I8XP, i8xp0_, gk_int8_gemv_xp_launches());        \
         hits_since((g), &K_ATT_GBR, nar0_, gk_attn_narrow_launches());        \
         hits_since((g), &K_SILUQ_V4, sq0_, gk_silu_actq_v4_launches());       \
     } while (0)
@@ -678,6 +685,8 @@ static void gemv_switches(gpu_impl *g) {
     gk_gemv_l2ef_allow(g->l2ef);
     g->i8ks = kreg_enabled(&K_I8KS); /* cuda.int8_gemv_ksplit off: one warp per row group */
     gk_int8_ksplit_allow(g->i8ks);
+    g->i8xp = kreg_enabled(&K_I8XP); /* cuda.int8_gemv_xp off: codes loaded as used */
+    gk_int8_gemv_xp_allow(g->i8xp);
 }
 
 static int gpu_begin(dl_backend *be, const dl_batch *b, const dl_kvcache *kv) {
@@ -1381,30 +1390,29 @@ static int gpu_graph_begin(dl_backend *be, uint64_t key) {
     if (g->prof || g->err) return GG_EAGER;
     /* the attention grid depends on the batch's length bucket */
     key ^= (uint64_t)g->maxlen * 0x9E3779B97F4A7C15ull;
-    key ^= (uint64_t)g->pdl * 0xC2B2AE3D27D4EB4Full; /* PDL edges are part of a recording */
-    key ^= (uint64_t)g->ring * 0x165667B19E3779F9ull; /* so is the GEMV kernel chosen */
-    key ^= (uint64_t)g->fold * 0x61C8864680B583EBull; /* and its widening */
-    key ^= (uint64_t)g->rpf * 0xD6E8FEB86659FD93ull;  /* and its loop */
-    key ^= (uint64_t)g->i8ks * 0x9FB21C651E98DF25ull; /* and its grid */
-    key ^= (uint64_t)g->l2ef * 0x3C6EF372FE94F82Bull; /* and its weights' L2 policy */
-    key ^= (uint64_t)g->fuse_att * 0x27D4EB2F165667C5ull; /* and the launches the fusions leave out */
-    key ^= (uint64_t)g->att_cw * 0x85EBCA77C2B2AE63ull;
-    key ^= (uint64_t)g->att_ipre * 0x2545F4914F6CDD1Dull;
-    key ^= (uint64_t)g->att_crt * 0x4CF5AD432745937Full;
-    key ^= (uint64_t)g->att_cl * 0x8CB92BA72F3D8DD7ull;
+    /* every on/off choice a recording depends on, one bit each (distinct
+     * bits: two flags can never cancel as equal multipliers would) */
+    const int flag[] = {
+        g->pdl,      /* PDL edges are part of a recording */
+        g->ring,     /* so is the GEMV kernel chosen */
+        g->fold,     /* and its widening */
+        g->rpf,      /* and its loop */
+        g->i8ks,     /* and the W8A8 grid */
+        g->i8xp,     /* and the W8A8 loop */
+        g->l2ef,     /* and the weights' L2 policy */
+        g->fuse_att, /* and the launches the fusions leave out */
+        g->att_cw, g->att_ipre, g->att_crt, g->att_cl, g->att_cllate, g->att_gbr, g->gu_silu, g->att_qk,
+        g->att_warm, kreg_enabled(&K_NORM_PRE), kreg_enabled(&K_SILUQ_V4),
+        kreg_enabled(&K_ATT_KL), /* the attention kernel chosen */
+        kreg_enabled(&K_XPERM),  /* the GEMVs' x: permuted or not */
+        g->xt_on,                /* and at M = 1: its twin */
+    };
+    uint64_t fb = 0;
+    for (size_t i = 0; i < sizeof flag / sizeof flag[0]; i++) fb |= (uint64_t)(flag[i] != 0) << i;
+    key ^= (fb + 1) * 0xC2B2AE3D27D4EB4Full;
     key ^= (uint64_t)(g->att_seg + 1) * 0x2127599BF4325C37ull;
-    key ^= (uint64_t)g->att_cllate * 0x5851F42D4C957F2Dull;
-    key ^= (uint64_t)g->att_gb * 0x9E6C63D0676A9A99ull;
-    key ^= (uint64_t)g->att_gbr * 0x1D8E4E27C47D124Full;
-    key ^= (uint64_t)g->gu_silu * 0x94D049BB133111EBull;
-    key ^= (uint64_t)g->att_qk * 0xBF58476D1CE4E5B9ull;
-    key ^= (uint64_t)g->att_warm * 0xD6E8FEB86659FD93ull;
-    key ^= (uint64_t)kreg_enabled(&K_NORM_PRE) * 0xA0761D6478BD642Full;
-    key ^= (uint64_t)kreg_enabled(&K_SILUQ_V4) * 0xE7037ED1A0B428DBull;
-    key ^= (uint64_t)kreg_enabled(&K_ATT_KL) * 0x8EBC6AF09C88C6E3ull; /* the attention kernel chosen */
-    key ^= (uint64_t)kreg_enabled(&K_XPERM) * 0x7A4F1C3B9D2E6A15ull;  /* the GEMVs' x: permuted or not */
-    key ^= (uint64_t)g->xt_on * 0x6A09E667F3BCC909ull;                /* and at M = 1: its twin */
-    key ^= (uint64_t)(g->ndec + 1) * 0x3C79AC492BA7B653ull;           /* and the rows it takes */
+    key ^= (uint64_t)(g->att_gb + 1) * 0x9E6C63D0676A9A99ull;
+    key ^= (uint64_t)(g->ndec + 1) * 0x3C79AC492BA7B653ull; /* the rows the twin takes */
     key ^= (uint64_t)(g_dec_rows + 1) * 0x1C69B3F74AC4AE35ull;
     return gpu_graphs_begin(g->graphs, key, g->stream);
 }

@@ -416,6 +416,8 @@ static const char *const VARIANTS_ALL[] = {
     "default,loop=0",
     "default,fp8=h2",
     "default,xpf=1",
+    "default,xpf=2",
+    "default,i8xp=1",
     "default,loop=2",
     "v1,fp8=h2",
     "v1,u=4,i8u=4",

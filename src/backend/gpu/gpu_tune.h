@@ -5,9 +5,9 @@
  * DOTLM_GEMV (read once, at the first GEMV). Spec: comma-separated
  * key=value, or the words "default" and "v1" (the kernels before the
  * variants existed: fp8=f32,u=2,na=0,wpb=4,r1=0,rm=0,i8u=2,i8na=0,i8wpb=4,
- * i8r1=0,i8rm=0,loop=0,ring=0,i8ring=0,i8ks=1,xp=0,mlb=0,xpf=0; "default" is fp8=fold,u=0,
+ * i8r1=0,i8rm=0,loop=0,ring=0,i8ring=0,i8ks=1,xp=0,mlb=0,xpf=0,i8xp=0; "default" is fp8=fold,u=0,
  * na=1,wpb=4,r1=0,rm=0,i8u=0,i8na=1,i8wpb=4,i8r1=2,i8rm=0,loop=0,ring=1,
- * i8ring=0,i8ks=1,xp=1,mlb=3,xpf=0: fastest measured
+ * i8ring=0,i8ks=1,xp=1,mlb=3,xpf=2,i8xp=0: fastest measured
  * end to end, see the comment at cfg_default). Keys:
  *   fp8=f32|f32s|h2|h2x|fold  fp8 widening (f32 = the original; f32s:
  *                    e4m3 at M <= 2 only; fold: e4m3 at M <= 2, and above
@@ -55,14 +55,25 @@
  *                    with 2 rows per warp built with at most 128 registers
  *                    (gk_gemv_capped_launches counts those launches; on
  *                    gfx906 the cap is not applied, GEMV_LB)
- *   xpf=0|1          the two-stage fp8 ring (ring=1) at M = 1: 1 loads
- *                    chunk c + 1's activations and scales while chunk c
- *                    computes, into a second register set (at most 85
- *                    registers instead of 64; the backend's
- *                    cuda.gemv_ring_xpf gates it); 0 (the default: with 1
- *                    fp8 decode measured 1% slower on an H100 and 3.6% on
- *                    an H200, the GEMV alone 1-14 points faster,
- *                    docs/gpu_backend.md) loads them as each chunk starts
+ *   xpf=0|1|2        the two-stage fp8 ring (ring=1) at M = 1: 0 loads
+ *                    chunk c's activations and scales as it starts; 1
+ *                    loads chunk c + 1's while chunk c computes, into a
+ *                    second register set (at most 85 registers instead of
+ *                    64: fp8 decode 1% slower on an H100 and 3.6% on an
+ *                    H200, the GEMV alone 1-14 points faster); 2 (the
+ *                    default) loads them into the one set as chunk c's
+ *                    are used up (64 registers: decode 2-4% faster,
+ *                    docs/gpu_backend.md); the backend's
+ *                    cuda.gemv_ring_xpf gates 1 and 2
+ *   i8xp=0|1|2       the W8A8 register GEMV at M = 1 (i8ring=0): 0 (the
+ *                    default) loads each 16-byte chunk's activation codes
+ *                    as its dp4a use them; 1 loads them with the group's
+ *                    weights, one group ahead (a second register set: 78
+ *                    registers at 2 rows x 2 vectors instead of 64; the
+ *                    GEMV alone 6-15 points faster, int8 decode 1-4%
+ *                    slower, docs/gpu_backend.md); 2 as 1 for weights
+ *                    with k > 4096 only; the backend's cuda.int8_gemv_xp
+ *                    gates 1 and 2
  * Not thread-safe: call between launches, from the thread that launches. */
 #pragma once
 #include <stddef.h>

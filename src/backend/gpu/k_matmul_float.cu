@@ -364,16 +364,17 @@ static __device__ __forceinline__ void dl_gv_rows(const dl_gv_sel &g, const dl_g
  * xv, times 2^8 where the widening moved that factor into x (dl_gv<DT,
  * CV>::XS; exact for |x| < 2^120). */
 template <int DT, int CV>
+static __device__ __forceinline__ void dl_gv_xload4(const float *p, float *xv, int q, int qs) {
+    const float4 t = ((const float4 *)p)[q * qs];
+    xv[4 * q] = t.x; xv[4 * q + 1] = t.y; xv[4 * q + 2] = t.z; xv[4 * q + 3] = t.w;
+    if (dl_gv<DT, CV>::XS)
+#pragma unroll
+        for (int e = 4 * q; e < 4 * q + 4; e++) xv[e] *= 256.0f;
+}
+template <int DT, int CV>
 static __device__ __forceinline__ void dl_gv_xload(const float *p, float *xv, int qs = 1) {
-    const float4 *xp = (const float4 *)p;
 #pragma unroll
-    for (int q = 0; q < dl_wt<DT>::VEC / 4; q++) {
-        const float4 t = xp[q * qs];
-        xv[4 * q] = t.x; xv[4 * q + 1] = t.y; xv[4 * q + 2] = t.z; xv[4 * q + 3] = t.w;
-        if (dl_gv<DT, CV>::XS)
-#pragma unroll
-            for (int e = 4 * q; e < 4 * q + 4; e++) xv[e] *= 256.0f;
-    }
+    for (int q = 0; q < dl_wt<DT>::VEC / 4; q++) dl_gv_xload4<DT, CV>(p, xv, q, qs);
 }
 
 /* The 16/32-bit float formats: their GEMVs at M <= 2 have a build without
@@ -390,10 +391,9 @@ static constexpr __host__ __device__ bool dl_is_f16_32(int dt) {
  * activations (x itself, or the permuted twin with XP) and each row's
  * chunk scale (times 2^8 under fold; 1 where CV = 1 builds 16/32-bit
  * weights without the load), as dl_gv_chunk loads them. */
-template <int DT, int CV, int R, bool XP>
-static __device__ __forceinline__ void dl_gv_chunk_in(const float *__restrict__ x, int kk, const float *const (&srow)[R],
-                                                      unsigned magic, float (&xv)[dl_wt<DT>::VEC], float (&s)[R]) {
-    typedef dl_gv<DT, CV> G;
+template <int DT, int CV, int R>
+static __device__ __forceinline__ void dl_gv_chunk_scales(int kk, const float *const (&srow)[R], unsigned magic,
+                                                          float (&s)[R]) {
     /* 16/32-bit weights launched with CV = 1 (gv_go: no block scales, the
      * backend's cuda.gemv_unscaled) take s = 1 without a load: fma(p, 1,
      * acc) = acc + p, the same bits */
@@ -401,10 +401,19 @@ static __device__ __forceinline__ void dl_gv_chunk_in(const float *__restrict__ 
 #pragma unroll
     for (int r = 0; r < R; r++) {
         s[r] = NOS ? 1.0f : srow[r][__umulhi((unsigned)kk, magic)];
-        if (G::FOLD) s[r] *= 256.0f; /* exact */
+        if (dl_gv<DT, CV>::FOLD) s[r] *= 256.0f; /* exact */
     }
-    if (XP) dl_gv_xload<DT, CV>(x + dl_xp_at<dl_wt<DT>::VEC, 1>(kk), xv, DL_WARP);
-    else dl_gv_xload<DT, CV>(x + kk, xv);
+}
+/* Where the chunk at kk's activations start (M = 1; the twin with XP) and
+ * the stride of its float4 loads. */
+template <int DT, bool XP> static __device__ __forceinline__ const float *dl_gv_xat(const float *x, int kk) {
+    return XP ? x + dl_xp_at<dl_wt<DT>::VEC, 1>(kk) : x + kk;
+}
+template <int DT, int CV, int R, bool XP>
+static __device__ __forceinline__ void dl_gv_chunk_in(const float *__restrict__ x, int kk, const float *const (&srow)[R],
+                                                      unsigned magic, float (&xv)[dl_wt<DT>::VEC], float (&s)[R]) {
+    dl_gv_chunk_scales<DT, CV, R>(kk, srow, magic, s);
+    dl_gv_xload<DT, CV>(dl_gv_xat<DT, XP>(x, kk), xv, XP ? DL_WARP : 1);
 }
 /* A chunk's arithmetic at M = 1 on what dl_gv_chunk_in loaded: each row
  * widened, its partial p over the chunk by sequential FMAs, then acc[r] =
@@ -424,6 +433,45 @@ static __device__ __forceinline__ void dl_gv_chunk_on(const uint4 (&raw)[R], con
     }
 }
 
+/* dl_gv_chunk_on with the next chunk's activations loaded as this chunk's
+ * are used up: the rows' FMAs run four elements (one float4 of x) at a
+ * time, every row keeping its own sequential order (the same partials,
+ * the same bits), and once a float4 has served every row it is reloaded
+ * with the next chunk's, at kn, when there is one (more). One register set:
+ * the loads overlap the rest of this chunk instead of following the next
+ * chunk's ring wait. */
+template <int DT, int CV, int R, bool XP>
+static __device__ __forceinline__ void dl_gv_chunk_roll(const uint4 (&raw)[R], float (&xv)[dl_wt<DT>::VEC],
+                                                        const float (&s)[R], float (&acc)[R][1],
+                                                        const float *__restrict__ x, int kn, bool more) {
+    typedef dl_wt<DT> T;
+    float f[R][T::VEC], p[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        dl_gv<DT, CV>::cvt16(raw[r], f[r]);
+        p[r] = 0.0f;
+    }
+    const float *xn = dl_gv_xat<DT, XP>(x, kn);
+#pragma unroll
+    for (int q = 0; q < T::VEC / 4; q++) {
+#pragma unroll
+        for (int e = 4 * q; e < 4 * q + 4; e++)
+#pragma unroll
+            for (int r = 0; r < R; r++) p[r] = fmaf(f[r][e], xv[e], p[r]);
+        /* asks for the order: every row's partial through this float4
+         * before its reload. ptxas still sinks the reloads below the
+         * chunk's last FMAs (SASS, 2026-12-05), as it did without this;
+         * the builds measured had it (docs/gpu_backend.md) */
+#if !defined(__HIPCC__) /* (only the CUDA ring calls this) */
+#pragma unroll
+        for (int r = 0; r < R; r++) asm volatile("" : "+f"(p[r])::"memory");
+#endif
+        if (more) dl_gv_xload4<DT, CV>(xn, xv, q, XP ? DL_WARP : 1);
+    }
+#pragma unroll
+    for (int r = 0; r < R; r++) acc[r][0] = fmaf(p[r], s[r], acc[r][0]);
+}
+
 /* One 16-byte chunk per row (raw[r], at element kk of row r) folded into
  * acc: widened (dl_gv<DT, CV>), each row's partial p over the chunk by
  * sequential FMAs with every activation row m, then acc[r][m] = fma(p, s,
@@ -436,35 +484,35 @@ template <int DT, int CV, int R, int MR, bool XP = false>
 static __device__ __forceinline__ void dl_gv_chunk(const uint4 (&raw)[R], const float *__restrict__ x, int K, int kk,
                                                    const float *const (&srow)[R], unsigned magic, float (&acc)[R][MR]) {
     typedef dl_wt<DT> T;
-    typedef dl_gv<DT, CV> G;
     if constexpr (MR == 1) { /* the same loads and arithmetic, in the two parts the prefetching ring uses */
         float xv[T::VEC], s[R];
         dl_gv_chunk_in<DT, CV, R, XP>(x, kk, srow, magic, xv, s);
         dl_gv_chunk_on<DT, CV, R>(raw, xv, s, acc);
         (void)K;
-        return;
-    }
-    constexpr bool NOS = dl_is_f16_32(DT) && CV == 1;
-    float f[R][T::VEC];
-    float s[R];
-#pragma unroll
-    for (int r = 0; r < R; r++) {
-        G::cvt16(raw[r], f[r]);
-        s[r] = NOS ? 1.0f : srow[r][__umulhi((unsigned)kk, magic)];
-        if (G::FOLD) s[r] *= 256.0f; /* exact */
-    }
-    const int xo = XP ? dl_xp_at<T::VEC, MR>(kk) : kk;
-#pragma unroll
-    for (int m = 0; m < MR; m++) {
-        float xv[T::VEC];
-        if (XP) dl_gv_xload<DT, CV>(x + xo + m * DL_WARP * 4, xv, MR * DL_WARP);
-        else dl_gv_xload<DT, CV>(x + (int64_t)m * K + xo, xv);
+    } else {
+        typedef dl_gv<DT, CV> G;
+        constexpr bool NOS = dl_is_f16_32(DT) && CV == 1;
+        float f[R][T::VEC];
+        float s[R];
 #pragma unroll
         for (int r = 0; r < R; r++) {
-            float p = 0.0f;
+            G::cvt16(raw[r], f[r]);
+            s[r] = NOS ? 1.0f : srow[r][__umulhi((unsigned)kk, magic)];
+            if (G::FOLD) s[r] *= 256.0f; /* exact */
+        }
+        const int xo = XP ? dl_xp_at<T::VEC, MR>(kk) : kk;
 #pragma unroll
-            for (int e = 0; e < T::VEC; e++) p = fmaf(f[r][e], xv[e], p);
-            acc[r][m] = fmaf(p, s[r], acc[r][m]);
+        for (int m = 0; m < MR; m++) {
+            float xv[T::VEC];
+            if (XP) dl_gv_xload<DT, CV>(x + xo + m * DL_WARP * 4, xv, MR * DL_WARP);
+            else dl_gv_xload<DT, CV>(x + (int64_t)m * K + xo, xv);
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                float p = 0.0f;
+#pragma unroll
+                for (int e = 0; e < T::VEC; e++) p = fmaf(f[r][e], xv[e], p);
+                acc[r][m] = fmaf(p, s[r], acc[r][m]);
+            }
         }
     }
 }
@@ -583,9 +631,13 @@ __global__ void __launch_bounds__(GEMV_MAXT, GEMV_LB(LB))
  * (3 blocks of 8 warps, or 6 of 4, per SM). Same loads, values and order
  * (dl_gv_chunk_in / dl_gv_chunk_on): the same bits. */
 /* (Under the 64-register cap of PF = 0 every instance of this loop
- * spills: ptxas -v, 36-140 bytes.) */
+ * spills: ptxas -v, 36-140 bytes.) PF = 2 (knob xpf=2, the default): one
+ * register set under the 64-register cap, chunk c + 1's activations
+ * reloaded float4 by float4 as chunk c's are used up (dl_gv_chunk_roll;
+ * ptxas issues them at the end of chunk c's FMAs, still ahead of the next
+ * ring wait) and its scales as chunk c starts. */
 template <int DT, int MR, int R, int CV, int S, bool XP = false, int LB = 0, int PF = 0>
-__global__ void __launch_bounds__(GEMV_MAXT, MR == 1 ? (PF ? 3 : R <= 2 ? 5 : 4) : LB)
+__global__ void __launch_bounds__(GEMV_MAXT, MR == 1 ? (PF == 1 ? 3 : R <= 2 ? 5 : 4) : LB)
     dl_k_gemv_fa(const float *__restrict__ x, const dl_gv_job j, int late, int spre) {
     static_assert(S == 2 || S == 3, "two or three ring stages");
     static_assert(!PF || (MR == 1 && S == 2), "the prefetching ring: M = 1, two stages");
@@ -642,7 +694,28 @@ __global__ void __launch_bounds__(GEMV_MAXT, MR == 1 ? (PF ? 3 : R <= 2 ? 5 : 4)
     }
     dl_pdl_wait(); /* x is read, y written, only from here on */
     if (!late) dl_pdl_trigger();
-    if constexpr (PF) {
+    if constexpr (PF == 2) {
+        float xv[T::VEC], sv[R];
+        if (nc > 0) dl_gv_chunk_in<DT, CV, R, XP>(x, k1, srow, magic, xv, sv);
+        int cur = 0, kk = k1;
+        for (int c = 0; c < nc; c++) {
+            dl_ring_wait<0>(); /* chunk c has landed */
+            issue(c + 1, cur ^ 1);
+            const uint4 *slot = dl_ring + cur * R * T_ + threadIdx.x;
+            cur ^= 1;
+            uint4 raw[R];
+#pragma unroll
+            for (int r = 0; r < R; r++) raw[r] = slot[r * T_];
+            const bool more = c + 1 < nc;
+            const int kn = kk + step;
+            float sc[R];
+#pragma unroll
+            for (int r = 0; r < R; r++) sc[r] = sv[r];
+            if (more) dl_gv_chunk_scales<DT, CV, R>(kn, srow, magic, sv); /* chunk c + 1's */
+            dl_gv_chunk_roll<DT, CV, R, XP>(raw, xv, sc, acc, x, kn, more);
+            kk = kn;
+        }
+    } else if constexpr (PF == 1) {
         float xa[T::VEC], xb[T::VEC], sa[R], sb[R];
         if (nc > 0) dl_gv_chunk_in<DT, CV, R, XP>(x, k1, srow, magic, xa, sa);
         /* chunk c from stage st with its inputs xc / sc; chunk c + 1's into xn / sn */
@@ -661,22 +734,20 @@ __global__ void __launch_bounds__(GEMV_MAXT, MR == 1 ? (PF ? 3 : R <= 2 ? 5 : 4)
             if (c + 1 >= nc) break;
             one(c + 1, 1, xb, sb, xa, sa);
         }
-        if (late) dl_pdl_trigger();
-        dl_gv_store<R, MR>(acc, g, j.w[0].scale_kind, n0, lane);
-        return;
-    }
-    int cur = 0, kk = k1; /* c % S, chunk c's first element */
-    for (int c = 0; c < nc; c++) {
-        dl_ring_wait<S - 2>(); /* chunk c has landed (c + 1 may be in flight) */
-        /* chunk c + S - 1 into the stage chunk c - 1 left (consumed) */
-        issue(c + S - 1, cur == 0 ? S - 1 : cur - 1);
-        const uint4 *slot = dl_ring + cur * R * T_ + threadIdx.x;
-        cur = cur == S - 1 ? 0 : cur + 1;
-        uint4 raw[R];
+    } else {
+        int cur = 0, kk = k1; /* c % S, chunk c's first element */
+        for (int c = 0; c < nc; c++) {
+            dl_ring_wait<S - 2>(); /* chunk c has landed (c + 1 may be in flight) */
+            /* chunk c + S - 1 into the stage chunk c - 1 left (consumed) */
+            issue(c + S - 1, cur == 0 ? S - 1 : cur - 1);
+            const uint4 *slot = dl_ring + cur * R * T_ + threadIdx.x;
+            cur = cur == S - 1 ? 0 : cur + 1;
+            uint4 raw[R];
 #pragma unroll
-        for (int r = 0; r < R; r++) raw[r] = slot[r * T_];
-        dl_gv_chunk<DT, CV, R, MR, XP>(raw, x, K, kk, srow, magic, acc);
-        kk += step;
+            for (int r = 0; r < R; r++) raw[r] = slot[r * T_];
+            dl_gv_chunk<DT, CV, R, MR, XP>(raw, x, K, kk, srow, magic, acc);
+            kk += step;
+        }
     }
     if (late) dl_pdl_trigger();
     dl_gv_store<R, MR>(acc, g, j.w[0].scale_kind, n0, lane);
@@ -1060,7 +1131,7 @@ struct gv_knobs {
 #define GV_LOOP_MAXM 2
 
 static void cfg_v1(gv_knobs *k) { /* the kernels as they were before the variants */
-    k->c = dl_gemv_cfg{DL_FP8_F32, 2, 0, 4, 0, 0, 2, 0, 4, 0, 0, 0, 0, 1, 0, 0};
+    k->c = dl_gemv_cfg{DL_FP8_F32, 2, 0, 4, 0, 0, 2, 0, 4, 0, 0, 0, 0, 1, 0, 0, 0};
     k->loop = 0;
     k->xp = 0;
 }
@@ -1096,8 +1167,15 @@ static void cfg_v1(gv_knobs *k) { /* the kernels as they were before the variant
  * 26.4 / 23.5 / 24.1 (5120x17408 takes 4 rows: unchanged); the fp8 server
  * within its run-to-run spread (8 clients 322.9 -> 330.7, 32 clients 360.3
  * -> 351.4 output tok/s). */
+/* xpf = 2 (the fp8 M = 1 ring reloads x float4 by float4 with the next
+ * chunk's, 64 registers). H200, 2026-12-05, Qwen3-8B fp8 decode at 512,
+ * interleaved: 338.1 / 332.1 / 335.5 tok/s against 328.9 / 328.2 / 325.2
+ * with xpf = 0, 285.0 against 281.2 at 4096; the GEMV alone 66.8 / 81.8 /
+ * 65.6% of the copy bandwidth against 65.0 / 81.0 / 64.6%
+ * (bench/h200-2026-12-05e/run4); H100: 280.8 / 277.6 / 280.6 against
+ * 271.1 / 268.0 (run3). */
 static void cfg_default(gv_knobs *k) {
-    k->c = dl_gemv_cfg{DL_FP8_FOLD, 0, 1, 4, 0, 0, 0, 1, 4, 2, 0, 1, 0, 1, 3, 0};
+    k->c = dl_gemv_cfg{DL_FP8_FOLD, 0, 1, 4, 0, 0, 0, 1, 4, 2, 0, 1, 0, 1, 3, 2, 0};
     k->loop = 0;
     k->xp = 1;
 }
@@ -1135,14 +1213,14 @@ static int cfg_apply(gv_knobs *k, const char *spec) {
         long x = strtol(v, &end, 10);
         if (*end || end == v) return -1;
         /* allowed values as bit masks: u 0 (auto)|2|4, na 0|1, wpb 4|8 (4 on gfx906: DL_GEMV_MAXW), rows and
-         * i8ks 0 (default)|1|2|4, loop 0|1|2, ring 0|1|2 */
+         * i8ks 0 (default)|1|2|4, loop, ring, xpf and i8xp 0|1|2 */
         const unsigned U24 = 0x15, B01 = 0x3, W48 = DL_GEMV_MAXW == 8 ? 0x110 : 0x10, R = 0x17, L012 = 0x7;
         const struct { const char *k; int *p; unsigned ok; } tab[] = {
             {"u", &c->u, U24}, {"na", &c->na, B01}, {"wpb", &c->wpb, W48}, {"r1", &c->r1, R},
             {"rm", &c->rm, R}, {"i8u", &c->i8u, U24}, {"i8na", &c->i8na, B01}, {"i8wpb", &c->i8wpb, W48},
             {"i8r1", &c->i8r1, R}, {"i8rm", &c->i8rm, R}, {"loop", &k->loop, L012}, {"ring", &c->ring, L012},
             {"i8ring", &c->i8ring, B01}, {"i8ks", &c->i8ks, R}, {"xp", &k->xp, B01}, {"mlb", &c->mlb, 0xF},
-            {"xpf", &c->xpf, B01}};
+            {"xpf", &c->xpf, L012}, {"i8xp", &c->i8xp, L012}};
         size_t i = 0;
         for (; i < sizeof tab / sizeof tab[0]; i++)
             if (!strcmp(key, tab[i].k)) break;
@@ -1195,9 +1273,9 @@ extern "C" void gk_gemv_tune_str(char *buf, size_t n) {
     static const char *f8[5] = {"f32", "h2", "fold", "f32s", "h2x"};
     snprintf(buf, n,
              "fp8=%s,u=%d,na=%d,wpb=%d,r1=%d,rm=%d,i8u=%d,i8na=%d,i8wpb=%d,i8r1=%d,i8rm=%d,loop=%d,ring=%d,i8ring=%d,i8ks=%d,"
-             "xp=%d,mlb=%d,xpf=%d",
+             "xp=%d,mlb=%d,xpf=%d,i8xp=%d",
              f8[c.fp8], c.u, c.na, c.wpb, c.r1, c.rm, c.i8u, c.i8na, c.i8wpb, c.i8r1, c.i8rm, k.loop, c.ring, c.i8ring,
-             c.i8ks, k.xp, c.mlb, c.xpf);
+             c.i8ks, k.xp, c.mlb, c.xpf, c.i8xp);
 }
 
 /* One float GEMV launch: the job's weights, the output pointers, M, knobs
@@ -1312,6 +1390,9 @@ static void gv_go_k(const gv_call &c) {
             if constexpr (MR == 1) {
                 if (c.cfg.xpf && g_rpf_allow) {
                     g_rpf_n++;
+                    if (c.cfg.xpf == 2)
+                        return dl_launch(dl_k_gemv_fa<DT, 1, R, CV, 2, XP, 0, 2>, grid, c.cfg.wpb * DL_WARP, smem,
+                                         c.st, c.x, j, late, dl_ring_spre());
                     return dl_launch(dl_k_gemv_fa<DT, 1, R, CV, 2, XP, 0, 1>, grid, c.cfg.wpb * DL_WARP, smem, c.st,
                                      c.x, j, late, dl_ring_spre());
                 }

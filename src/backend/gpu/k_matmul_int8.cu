@@ -20,25 +20,28 @@ static __device__ __forceinline__ float i8_epilogue(int acc, float xs, const gk_
     return w.bias ? __fadd_rn(v, w.bias[n]) : v;
 }
 
-/* One 16-byte weight chunk of each of R rows (w[r], at element kk) with
- * the codes of the MR activation rows at kk (row stride kp) into acc: four
- * dp4a per row and activation row, bytes in order (int32 sums: exact). */
+/* One 16-byte weight chunk of each of R rows (w[r]) with the 16 codes a
+ * of activation row m into acc[.][m]: four dp4a per row, bytes in order
+ * (int32 sums: exact). */
+template <int R, int MR, typename V>
+static __device__ __forceinline__ void i8_dot16(const V (&w)[R], const int4 a, int m, int (&acc)[R][MR]) {
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        int c = acc[r][m];
+        c = dl_dp4a((int)w[r].x, a.x, c);
+        c = dl_dp4a((int)w[r].y, a.y, c);
+        c = dl_dp4a((int)w[r].z, a.z, c);
+        c = dl_dp4a((int)w[r].w, a.w, c);
+        acc[r][m] = c;
+    }
+}
+/* The same for the codes of all MR activation rows at element kk (row
+ * stride kp), each loaded as it is used. */
 template <int R, int MR, typename V>
 static __device__ __forceinline__ void i8_chunk(const V (&w)[R], const int8_t *__restrict__ xq, int kp, int kk,
                                                 int (&acc)[R][MR]) {
 #pragma unroll
-    for (int m = 0; m < MR; m++) {
-        const int4 a = *(const int4 *)(xq + (int64_t)m * kp + kk);
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            int c = acc[r][m];
-            c = dl_dp4a((int)w[r].x, a.x, c);
-            c = dl_dp4a((int)w[r].y, a.y, c);
-            c = dl_dp4a((int)w[r].z, a.z, c);
-            c = dl_dp4a((int)w[r].w, a.w, c);
-            acc[r][m] = c;
-        }
-    }
+    for (int m = 0; m < MR; m++) i8_dot16<R, MR>(w, *(const int4 *)(xq + (int64_t)m * kp + kk), m, acc);
 }
 
 /* The R weight rows of a row group starting at n0 (tail rows past g.n
@@ -57,8 +60,11 @@ static __device__ __forceinline__ void i8_wrows(const dl_gv_sel &g, int n0, cons
  * warp sums are added through shared memory. Integer sums are exact, so any
  * R / U / NA / ks / block shape gives the same bits (and the same as the
  * GEMM and the reference). Epilogue as i8_epilogue. Tail rows recompute the
- * last row, not stored. */
-template <int MR, int R, int U, int NA>
+ * last row, not stored. XQ (M = 1 only; knob i8xp): 0 loads a chunk's codes
+ * as its dp4a need them; 1 loads them with the group's weights, one group
+ * ahead (a second set of U int4 registers: 78 registers at R = U = 2
+ * instead of 64). Same dp4a in the same order: the same bits. */
+template <int MR, int R, int U, int NA, int XQ = 0>
 __global__ void __launch_bounds__(I8_MAXT)
     dl_k_i8_gemv(const int8_t *__restrict__ xq, const float *__restrict__ xs, const dl_gv_job j, int kp, int spre) {
     const dl_gv_sel g = dl_gv_pick(j);
@@ -87,6 +93,19 @@ __global__ void __launch_bounds__(I8_MAXT)
                 }
             }
         }
+    };
+    static_assert(XQ == 0 || MR == 1, "i8xp: M = 1 only");
+    auto loadx = [&](int4 (&xv)[U], int k0) { /* XQ: the U chunks' codes (row 0) at k0 */
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int kk = k0 + u * step;
+            if (kk < K) xv[u] = *(const int4 *)(xq + kk);
+        }
+    };
+    auto dotx = [&](const int4 (&wv)[U][R], const int4 (&xv)[U], int k0) {
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            if (k0 + u * step < K) i8_dot16<R, MR>(wv[u], xv[u], 0, acc);
     };
     auto dot = [&](const int4 (&wv)[U][R], int k0) {
 #pragma unroll
@@ -117,14 +136,30 @@ __global__ void __launch_bounds__(I8_MAXT)
         if (blockDim.x == 0u) *(uint32_t *)g.y = dep; /* never: keeps the loads above the wait below */
     }
     dl_pdl_enter_after_group<U, R>(wa, k0, step, K, (uint32_t *)g.y, !j.late);
-    while (k0 < K) { /* two groups per trip, so the buffers swap without copies */
-        load(wb, k0 + kstep);
-        dot(wa, k0);
-        k0 += kstep;
-        if (k0 >= K) break;
-        load(wa, k0 + kstep);
-        dot(wb, k0);
-        k0 += kstep;
+    if constexpr (XQ == 1) {
+        int4 xa[U], xb[U];
+        loadx(xa, k0); /* the first group's codes: after the wait */
+        while (k0 < K) { /* as below, the codes travelling with their weights */
+            load(wb, k0 + kstep);
+            loadx(xb, k0 + kstep);
+            dotx(wa, xa, k0);
+            k0 += kstep;
+            if (k0 >= K) break;
+            load(wa, k0 + kstep);
+            loadx(xa, k0 + kstep);
+            dotx(wb, xb, k0);
+            k0 += kstep;
+        }
+    } else {
+        while (k0 < K) { /* two groups per trip, so the buffers swap without copies */
+            load(wb, k0 + kstep);
+            dot(wa, k0);
+            k0 += kstep;
+            if (k0 >= K) break;
+            load(wa, k0 + kstep);
+            dot(wb, k0);
+            k0 += kstep;
+        }
     }
     /* the warp sums; with a K split, the ks warps' sums in warp order.
      * Where R MR is a power of two they are scattered over the lanes
@@ -409,6 +444,16 @@ static int i8_ks(const gk_weight &w, int knob) {
     return dl_ks_by_shape(w.n, chunks, maxn);
 }
 
+/* M = 1 register GEMV launches that load a group's activation codes with
+ * its weights (knob i8xp=1; i8xp=2 for weights with k > I8_XP_MINK only;
+ * both opt-in) so far (the cuda.int8_gemv_xp dispatch counter), and their
+ * gate (gk_int8_gemv_xp_allow): off, each chunk's codes are loaded as used. */
+#define I8_XP_MINK 4096 /* i8xp=2: weights with k above this only */
+static unsigned long long g_i8xp_n = 0;
+static int g_i8xp_allow = 1;
+extern "C" unsigned long long gk_int8_gemv_xp_launches(void) { return g_i8xp_n; }
+extern "C" void gk_int8_gemv_xp_allow(int on) { g_i8xp_allow = on != 0; }
+
 template <int MR, int R, int U, int NA>
 static void i8_go(const i8_call &c) {
     dl_gv_job j;
@@ -417,6 +462,14 @@ static void i8_go(const i8_call &c) {
     for (int i = 0; i < c.count; i++) split |= (kss[i] = i8_ks(c.w[i], c.cfg.i8ks)) > 1;
     g_i8ks_n += split;
     const unsigned grid = dl_gv_job_make(&j, c.w, c.y, c.count, c.cfg.i8wpb, R, kss);
+    if constexpr (MR == 1) {
+        /* i8xp=2: only where a lane streams more than 8 chunks of a row */
+        if (c.cfg.i8xp && g_i8xp_allow && (c.cfg.i8xp == 1 || c.w[0].k > I8_XP_MINK)) {
+            g_i8xp_n++;
+            return dl_launch(dl_k_i8_gemv<1, R, U, NA, 1>, grid, c.cfg.i8wpb * DL_WARP, 0, c.st, c.xq, c.xs, j, c.kp,
+                             i8_spre());
+        }
+    }
     dl_launch(dl_k_i8_gemv<MR, R, U, NA>, grid, c.cfg.i8wpb * DL_WARP, 0, c.st, c.xq, c.xs, j, c.kp, i8_spre());
 }
 
