@@ -95,24 +95,24 @@ __global__ void __launch_bounds__(I8_MAXT)
         }
     };
     static_assert(XQ == 0 || MR == 1, "i8xp: M = 1 only");
-    auto loadx = [&](int4 (&xv)[U], int k0) { /* XQ: the U chunks' codes (row 0) at k0 */
+    /* XQ: the group's codes (row 0) at k0, loaded with its weights */
+    auto loadx = [&](int4 (&xv)[XQ ? U : 1], int k0) {
+        if constexpr (XQ) {
 #pragma unroll
-        for (int u = 0; u < U; u++) {
-            const int kk = k0 + u * step;
-            if (kk < K) xv[u] = *(const int4 *)(xq + kk);
+            for (int u = 0; u < U; u++) {
+                const int kk = k0 + u * step;
+                if (kk < K) xv[u] = *(const int4 *)(xq + kk);
+            }
         }
     };
-    auto dotx = [&](const int4 (&wv)[U][R], const int4 (&xv)[U], int k0) {
-#pragma unroll
-        for (int u = 0; u < U; u++)
-            if (k0 + u * step < K) i8_dot16<R, MR>(wv[u], xv[u], 0, acc);
-    };
-    auto dot = [&](const int4 (&wv)[U][R], int k0) {
+    /* the group at k0: codes from xv (XQ), else loaded chunk by chunk */
+    auto dot = [&](const int4 (&wv)[U][R], const int4 (&xv)[XQ ? U : 1], int k0) {
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const int kk = k0 + u * step;
             if (kk < K) {
-                i8_chunk<R, MR>(wv[u], xq, kp, kk, acc);
+                if constexpr (XQ) i8_dot16<R, MR>(wv[u], xv[u], 0, acc);
+                else i8_chunk<R, MR>(wv[u], xq, kp, kk, acc);
             }
         }
     };
@@ -136,30 +136,18 @@ __global__ void __launch_bounds__(I8_MAXT)
         if (blockDim.x == 0u) *(uint32_t *)g.y = dep; /* never: keeps the loads above the wait below */
     }
     dl_pdl_enter_after_group<U, R>(wa, k0, step, K, (uint32_t *)g.y, !j.late);
-    if constexpr (XQ == 1) {
-        int4 xa[U], xb[U];
-        loadx(xa, k0); /* the first group's codes: after the wait */
-        while (k0 < K) { /* as below, the codes travelling with their weights */
-            load(wb, k0 + kstep);
-            loadx(xb, k0 + kstep);
-            dotx(wa, xa, k0);
-            k0 += kstep;
-            if (k0 >= K) break;
-            load(wa, k0 + kstep);
-            loadx(xa, k0 + kstep);
-            dotx(wb, xb, k0);
-            k0 += kstep;
-        }
-    } else {
-        while (k0 < K) { /* two groups per trip, so the buffers swap without copies */
-            load(wb, k0 + kstep);
-            dot(wa, k0);
-            k0 += kstep;
-            if (k0 >= K) break;
-            load(wa, k0 + kstep);
-            dot(wb, k0);
-            k0 += kstep;
-        }
+    int4 xa[XQ ? U : 1], xb[XQ ? U : 1];
+    loadx(xa, k0); /* XQ: the first group's codes, after the wait */
+    while (k0 < K) { /* two groups per trip, so the buffers swap without copies */
+        load(wb, k0 + kstep);
+        loadx(xb, k0 + kstep);
+        dot(wa, xa, k0);
+        k0 += kstep;
+        if (k0 >= K) break;
+        load(wa, k0 + kstep);
+        loadx(xa, k0 + kstep);
+        dot(wb, xb, k0);
+        k0 += kstep;
     }
     /* the warp sums; with a K split, the ks warps' sums in warp order.
      * Where R MR is a power of two they are scattered over the lanes
