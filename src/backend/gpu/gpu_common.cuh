@@ -544,7 +544,7 @@ struct dl_gemv_cfg {
     int i8ks;           /* W8A8 register GEMV: warps splitting K (0 = by shape, see i8_ks; 1, 2, 4 forced) */
     int mlb;            /* fp8 float GEMV at M >= 3 with x permuted: 1 = the ring (every M to 8) capped at 128 registers (CUDA sm_80+); 2 = at M <= 4; 3 = 2 and the M >= 5 register loop capped (gpu_tune.h) */
     int xpf;            /* fp8 two-stage ring at M = 1: chunk c + 1's activations and scales loaded during chunk c (dl_k_gemv_fa PF) */
-    int i8xp;           /* W8A8 register GEMV at M = 1: 0 each chunk's codes loaded as used, 1 a group's together, 2 with its weights one group ahead (dl_k_i8_gemv XQ) */
+    int i8xp;           /* W8A8 register GEMV at M = 1: 0 each chunk's codes loaded as used, 1 with its weights one group ahead (dl_k_i8_gemv XQ), 2 as 1 where k > 4096 */
 };
 const dl_gemv_cfg &dl_gemv_cfg_now();
 /* The weight rings (k_matmul_float.cu): 1 if allowed (gk_gemv_ring_allow)

@@ -75,10 +75,10 @@ void gk_gemv_trig_late(int on);
 unsigned long long gk_int8_ksplit_launches(void);
 void gk_int8_ksplit_allow(int on);
 /* The W8A8 register GEMV at M = 1 loading a group's activation codes
- * together (gpu_tune.h i8xp=1) or with its weights one group ahead
- * (i8xp=2), both opt-in and the same bits: launches made so far (the
- * cuda.int8_gemv_xp dispatch counter), and its gate (off: each chunk's
- * codes loaded as used; on at start). */
+ * with its weights, one group ahead (gpu_tune.h i8xp=1 for every weight,
+ * i8xp=2 for weights with k > 4096; the same bits): launches made so far
+ * (the cuda.int8_gemv_xp dispatch counter), and its gate (off: each
+ * chunk's codes loaded as used; on at start). */
 unsigned long long gk_int8_gemv_xp_launches(void);
 void gk_int8_gemv_xp_allow(int on);
 /* The wide-row RMSNorms and qk_rope_kv (k_ops.cu) load their norm weights
