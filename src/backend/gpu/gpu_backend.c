@@ -141,7 +141,8 @@ static kreg_kernel K_I8KS = KREG_KERNEL(KN("int8_gemv_ksplit"), "W8A8 GEMV launc
 static kreg_kernel K_I8XP =
     KREG_KERNEL(KN("int8_gemv_xp"), "W8A8 register GEMV launches at M = 1 that load a group's activation codes "
                                     "with its weights, one group ahead (two register sets; the same bits; opt-in "
-                                    "with DOTLM_GEMV=i8xp=1); off: each chunk's codes loaded as its dp4a use them");
+                                    "with DOTLM_GEMV=i8xp=1, or i8xp=2 for weights with k > 4096); off: each "
+                                    "chunk's codes loaded as its dp4a use them");
 static kreg_kernel K_XPERM =
     KREG_KERNEL(KN("gemv_xperm"), "fp8 / int8 weight-only GEMV launches at M >= 3 reading x permuted by a small "
                                   "kernel so that a warp's activation loads are contiguous (same bits); off: "

@@ -451,7 +451,7 @@ static void i8_go(const i8_call &c) {
     g_i8ks_n += split;
     const unsigned grid = dl_gv_job_make(&j, c.w, c.y, c.count, c.cfg.i8wpb, R, kss);
     if constexpr (MR == 1) {
-        /* i8xp=2: only where a lane streams more than 8 chunks of a row */
+        /* i8xp=2: only weights with k > I8_XP_MINK (one warp per row group then streams > 8 chunks per lane) */
         if (c.cfg.i8xp && g_i8xp_allow && (c.cfg.i8xp == 1 || c.w[0].k > I8_XP_MINK)) {
             g_i8xp_n++;
             return dl_launch(dl_k_i8_gemv<1, R, U, NA, 1>, grid, c.cfg.i8wpb * DL_WARP, 0, c.st, c.xq, c.xs, j, c.kp,
