@@ -387,22 +387,27 @@ static constexpr __host__ __device__ bool dl_is_f16_32(int dt) {
  * are in gpu_common.cuh (the norms and the gate/up epilogue write the M = 1
  * form, the twin). */
 
-/* What a chunk at kk takes besides its weights, at M = 1: its VEC
- * activations (x itself, or the permuted twin with XP) and each row's
- * chunk scale (times 2^8 under fold; 1 where CV = 1 builds 16/32-bit
- * weights without the load), as dl_gv_chunk loads them. */
-template <int DT, int CV, int R>
-static __device__ __forceinline__ void dl_gv_chunk_scales(int kk, const float *const (&srow)[R], unsigned magic,
-                                                          float (&s)[R]) {
+/* One row's scale for the chunk at kk: srow[kk / bk] through the umulhi
+ * magic, times 2^8 under fold; 1 where CV = 1 builds 16/32-bit weights
+ * without the load. Every float GEMV chunk takes its scales here. */
+template <int DT, int CV>
+static __device__ __forceinline__ float dl_gv_row_scale(int kk, const float *srow, unsigned magic) {
     /* 16/32-bit weights launched with CV = 1 (gv_go: no block scales, the
      * backend's cuda.gemv_unscaled) take s = 1 without a load: fma(p, 1,
      * acc) = acc + p, the same bits */
     constexpr bool NOS = dl_is_f16_32(DT) && CV == 1;
+    float s = NOS ? 1.0f : srow[__umulhi((unsigned)kk, magic)];
+    if (dl_gv<DT, CV>::FOLD) s *= 256.0f; /* exact */
+    return s;
+}
+/* What a chunk at kk takes besides its weights, at M = 1: its VEC
+ * activations (x itself, or the permuted twin with XP) and each row's
+ * chunk scale, as dl_gv_chunk loads them. */
+template <int DT, int CV, int R>
+static __device__ __forceinline__ void dl_gv_chunk_scales(int kk, const float *const (&srow)[R], unsigned magic,
+                                                          float (&s)[R]) {
 #pragma unroll
-    for (int r = 0; r < R; r++) {
-        s[r] = NOS ? 1.0f : srow[r][__umulhi((unsigned)kk, magic)];
-        if (dl_gv<DT, CV>::FOLD) s[r] *= 256.0f; /* exact */
-    }
+    for (int r = 0; r < R; r++) s[r] = dl_gv_row_scale<DT, CV>(kk, srow[r], magic);
 }
 /* Where the chunk at kk's activations start (M = 1; the twin with XP) and
  * the stride of its float4 loads. */
@@ -490,15 +495,12 @@ static __device__ __forceinline__ void dl_gv_chunk(const uint4 (&raw)[R], const 
         dl_gv_chunk_on<DT, CV, R>(raw, xv, s, acc);
         (void)K;
     } else {
-        typedef dl_gv<DT, CV> G;
-        constexpr bool NOS = dl_is_f16_32(DT) && CV == 1;
         float f[R][T::VEC];
         float s[R];
 #pragma unroll
         for (int r = 0; r < R; r++) {
-            G::cvt16(raw[r], f[r]);
-            s[r] = NOS ? 1.0f : srow[r][__umulhi((unsigned)kk, magic)];
-            if (G::FOLD) s[r] *= 256.0f; /* exact */
+            dl_gv<DT, CV>::cvt16(raw[r], f[r]);
+            s[r] = dl_gv_row_scale<DT, CV>(kk, srow[r], magic);
         }
         const int xo = XP ? dl_xp_at<T::VEC, MR>(kk) : kk;
 #pragma unroll
