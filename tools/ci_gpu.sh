@@ -23,6 +23,11 @@ cmake -S . -B build-cuda-ci -DDOTLM_CUDA=ON -DCMAKE_BUILD_TYPE=Release \
 cmake --build build-cuda-ci -j "$(nproc)" --target dotlm test_gpu_ops test_gpu_gdn dotlm_gpu_bench
 ./build-cuda-ci/test_gpu_ops | tail -n 1   # no GPU here: must skip cleanly
 ./build-cuda-ci/test_gpu_gdn | tail -n 1
+# the bench refuses what it does not know (exit 2) instead of ignoring it
+if ./build-cuda-ci/dotlm_gpu_bench --no-such-flag >/dev/null 2>&1; [ $? -ne 2 ]; then
+  echo "ci_gpu: dotlm_gpu_bench did not refuse an unknown argument with exit status 2" >&2
+  exit 1
+fi
 echo "-- HIP backend: compile + link (gfx906, -Werror as every build)"
 cmake -S . -B build-hip-ci -DDOTLM_HIP=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build-hip-ci -j "$(nproc)" --target dotlm test_gpu_ops test_gpu_gdn test_gpu_gemv_multi dotlm_gpu_bench

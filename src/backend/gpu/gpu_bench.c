@@ -1,6 +1,6 @@
 /* dotlm_gpu_bench: GPU numeric sweep + bandwidth/throughput benchmarks.
  *
- *   dotlm_gpu_bench [--quick] [--no-bench] [--no-sweep]
+ *   dotlm_gpu_bench [--quick] [--no-bench] [--no-sweep] [--help]
  *
  * 1. numeric sweep: every GPU matmul kernel (GEMV, GEMM, reference, dot2)
  *    on every weight format against a float64 reference computed here from
@@ -478,6 +478,18 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--no-bench")) do_bench = 0;
         else if (!strcmp(argv[i], "--no-sweep")) do_sweep = 0;
+        else {
+            const int help = !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
+            if (!help) fprintf(stderr, "dotlm_gpu_bench: unknown argument '%s'\n", argv[i]);
+            fprintf(help ? stdout : stderr,
+                    "usage: dotlm_gpu_bench [--quick] [--no-bench] [--no-sweep]\n"
+                    "  --quick     the numeric sweep on fewer shapes and batch sizes\n"
+                    "  --no-bench  only the numeric sweep (exit 1 when it fails)\n"
+                    "  --no-sweep  only the benchmarks\n"
+                    "environment: DOTLM_GEMV_VARIANTS, DOTLM_GEMV_MS, DOTLM_BENCH_TWIN (see the\n"
+                    "comment at the top of src/backend/gpu/gpu_bench.c)\n");
+            return help ? 0 : 2;
+        }
     }
     double t0 = now_s();
     be = gpu_backend_create(BE_NAME);
