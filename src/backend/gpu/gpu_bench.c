@@ -482,7 +482,7 @@ int main(int argc, char **argv) {
             const int help = !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
             if (!help) fprintf(stderr, "dotlm_gpu_bench: unknown argument '%s'\n", argv[i]);
             fprintf(help ? stdout : stderr,
-                    "usage: dotlm_gpu_bench [--quick] [--no-bench] [--no-sweep]\n"
+                    "usage: dotlm_gpu_bench [--quick] [--no-bench] [--no-sweep] [--help]\n"
                     "  --quick     the numeric sweep on fewer shapes and batch sizes\n"
                     "  --no-bench  only the numeric sweep (exit 1 when it fails)\n"
                     "  --no-sweep  only the benchmarks\n"
