@@ -65,11 +65,20 @@ def read_rows(path):
     return out
 
 
+def walk(step):
+    """A step's launches in start order, each with its end delta (how far it
+    moved the step's latest end) and its start relative to the step's."""
+    t0 = latest = step[0][0]
+    for s, e, n, g in step:
+        yield s - t0, e - s, max(0.0, e - latest), n, g
+        latest = max(latest, e)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("csv")
     ap.add_argument("--skip", type=int, default=4, help="steps left out at the start (eager, capture)")
-    ap.add_argument("--show", type=int, default=0, help="also list one step's launches (its index)")
+    ap.add_argument("--show", type=int, default=None, help="also list one step's launches (its index)")
     a = ap.parse_args()
     rows = read_rows(a.csv)
     steps, cur = [], []
@@ -84,17 +93,17 @@ def main():
     per = {}  # name -> [launches, sum dur, sum end delta]
     totals = []
     for st in mid:
-        t0, latest = st[0][0], st[0][0]
-        for s, e, n, g in st:
+        end = 0.0
+        for s, d, x, n, g in walk(st):
             k = f"{short(n)[:40]} g{g}"
             if "memcpy" in n.lower() or "memset" in n.lower():
                 k = n.strip()[:48]
             v = per.setdefault(k, [0, 0.0, 0.0])
             v[0] += 1
-            v[1] += e - s
-            v[2] += max(0.0, e - latest)
-            latest = max(latest, e)
-        totals.append(latest - t0)
+            v[1] += d
+            v[2] += x
+            end += x
+        totals.append(end)
     ns = len(mid)
     print(f"steps {ns} (of {len(steps)}), step from first start to last end: "
           f"median {statistics.median(totals) / 1e3:.1f} us")
@@ -104,13 +113,12 @@ def main():
     print(f"{'kernel, grid x':48} {'per step':>8} {'mean us':>8} {'crit us/step':>12}")
     for k, (c, d, x) in sorted(per.items(), key=lambda kv: -kv[1][2]):
         print(f"{k:48} {c / ns:8.1f} {d / c / 1e3:8.2f} {x / ns / 1e3:12.1f}")
-    if a.show:
-        st = steps[a.show]
-        t0, latest = st[0][0], st[0][0]
+    if a.show is not None:
+        if not -len(steps) <= a.show < len(steps):
+            raise SystemExit(f"nsys_step: --show {a.show}: the trace has {len(steps)} steps")
         print(f"step {a.show}: start us, duration us, end delta us, grid x, kernel")
-        for s, e, n, g in st[:60]:
-            print(f"{(s - t0) / 1e3:9.2f} {(e - s) / 1e3:8.2f} {max(0.0, e - latest) / 1e3:8.2f} {g:>6} {short(n)}")
-            latest = max(latest, e)
+        for s, d, x, n, g in list(walk(steps[a.show]))[:60]:
+            print(f"{s / 1e3:9.2f} {d / 1e3:8.2f} {x / 1e3:8.2f} {g:>6} {short(n)}")
     return 0
 
 
