@@ -12,8 +12,7 @@ dv_gate
 dv_tests
 DOTLM_GEMV_MS=1 DOTLM_GEMV_VARIANTS="default;default,xpf=0;default,xpf=1;default,i8xp=1;default,i8xp=2" timeout 90 $B/dotlm_gpu_bench --no-sweep --quick > $L/gpu_bench_var.log 2>&1; echo "gpu_bench variants rc=$?"
 dv_models_wait
-(timeout 200 python3 tools/make_bench_model.py /dev/shm/m_int8_14b --preset qwen3-14b --format int8 > $L/gen_int8_14b.log 2>&1; cp assets/tokenizers/qwen3/* /dev/shm/m_int8_14b/) &
-G14=$!
+dv_models --preset qwen3-14b int8
 echo "$(dv_t)"
 for round in 1 2 3; do
   for x in 0 2; do echo -n "i8xp=$x "; DOTLM_GEMV=i8xp=$x dv_decode int8; done
@@ -21,7 +20,7 @@ done
 for x in 0 2; do echo -n "i8xp=$x "; DOTLM_GEMV=i8xp=$x dv_decode int8 --prompt-len 4096 --gen 32; done
 echo -n "default "; dv_decode fp8-block
 echo -n "xpf=0 "; DOTLM_GEMV=xpf=0 dv_decode fp8-block
-wait $G14
+dv_models_wait
 echo "$(dv_t) $(cat $L/gen_int8_14b.log | tail -1)"
 for round in 1 2; do
   for x in 0 1 2; do echo -n "14b i8xp=$x "; DOTLM_GEMV=i8xp=$x dv_decode int8_14b; done

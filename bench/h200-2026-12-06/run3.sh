@@ -6,14 +6,10 @@
 # time left was short.
 . bench/lib/device_prelude.sh
 dv_init
-(for f in int8 fp8-block; do
-   timeout 250 python3 tools/make_bench_model.py /dev/shm/m_${f}_14b --preset qwen3-14b --format $f > $L/gen_${f}_14b.log 2>&1
-   cp assets/tokenizers/qwen3/* /dev/shm/m_${f}_14b/
- done) &
-G14=$!
+dv_models --preset qwen3-14b int8 fp8-block
 # the copy bandwidth is printed first; the rest of the bench is cut off
 timeout 25 stdbuf -oL $B/dotlm_gpu_bench --no-sweep --quick > $L/peaks.log 2>&1 || true
-wait $G14
+dv_models_wait
 echo "$(dv_t) $(tail -1 $L/gen_int8_14b.log) / $(tail -1 $L/gen_fp8-block_14b.log)"
 for round in 1 2; do
   for x in 0 2; do echo -n "14b i8xp=$x "; DOTLM_GEMV=i8xp=$x dv_decode int8_14b; done

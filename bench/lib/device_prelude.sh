@@ -6,6 +6,7 @@
 #   . bench/lib/device_prelude.sh
 #   dv_init                      # $OUT/$L, the GPU's name, unpack into $B
 #   dv_models fp8-block int8     # Qwen3-8B-shaped models in /dev/shm (background)
+#   dv_models --preset qwen3-14b int8   # /dev/shm/m_int8_14b
 #   dv_gate                      # SASS opcode gate on $B/dotlm (background)
 #   dv_tests                     # every GPU unit test + fixtures on cuda
 #   dv_models_wait
@@ -45,17 +46,31 @@ dv_init() {
     export LD_LIBRARY_PATH=$B/lib
 }
 
-# dv_models FORMAT...: random Qwen3-8B-shaped checkpoints in /dev/shm/m_FORMAT
-# with the Qwen3 tokenizer, made one after another in the background.
+# dv_models [--preset P] FORMAT...: random checkpoints with the shapes of
+# preset P (tools/make_bench_model.py; default qwen3-8b) and the Qwen3
+# tokenizer, made one after another in the background, in
+# /dev/shm/m_FORMAT for qwen3-8b and /dev/shm/m_FORMAT_S for qwen3-S
+# (e.g. --preset qwen3-14b int8 -> /dev/shm/m_int8_14b); logs gen_<name>.log.
 dv_models() {
+    local preset=qwen3-8b sfx=
+    if [ "${1:-}" = --preset ]; then
+        preset=$2
+        shift 2
+        [ "$preset" = qwen3-8b ] || sfx=_${preset#qwen3-}
+    fi
     (for f in "$@"; do
-        timeout 250 python3 tools/make_bench_model.py "/dev/shm/m_$f" --preset qwen3-8b --format "$f" \
-            >"$L/gen_$f.log" 2>&1
-        cp assets/tokenizers/qwen3/* "/dev/shm/m_$f/"
+        timeout 250 python3 tools/make_bench_model.py "/dev/shm/m_$f$sfx" --preset "$preset" --format "$f" \
+            >"$L/gen_$f$sfx.log" 2>&1
+        cp assets/tokenizers/qwen3/* "/dev/shm/m_$f$sfx/"
     done) &
-    DV_MODELS_PID=$!
+    DV_MODELS_PIDS="${DV_MODELS_PIDS:-} $!"
 }
-dv_models_wait() { wait "${DV_MODELS_PID:-}" 2>/dev/null || true; }
+# Waits for every dv_models call so far.
+dv_models_wait() {
+    local p
+    for p in ${DV_MODELS_PIDS:-}; do wait "$p" 2>/dev/null || true; done
+    DV_MODELS_PIDS=
+}
 
 # The SASS opcode gate on the packed dotlm, in the background ($L/gate.log).
 dv_gate() {
