@@ -61,9 +61,18 @@ dv_models() {
     (for f in "$@"; do
         timeout 250 python3 tools/make_bench_model.py "/dev/shm/m_$f$sfx" --preset "$preset" --format "$f" \
             >"$L/gen_$f$sfx.log" 2>&1
-        cp assets/tokenizers/qwen3/* "/dev/shm/m_$f$sfx/"
+        cp assets/tokenizers/qwen3/* "/dev/shm/m_$f$sfx/" && touch "/dev/shm/m_$f$sfx/.ready"
     done) &
     DV_MODELS_PIDS="${DV_MODELS_PIDS:-} $!"
+}
+# dv_model_ready NAME: waits (at most 300 s) until /dev/shm/m_NAME is complete,
+# so a script can use one model while dv_models still makes the others.
+dv_model_ready() {
+    local t=0
+    while [ ! -f "/dev/shm/m_$1/.ready" ] && [ $t -lt 300 ]; do
+        sleep 2
+        t=$((t + 2))
+    done
 }
 # Waits for every dv_models call so far.
 dv_models_wait() {

@@ -21,19 +21,8 @@
 #define NB 64 /* output rows per panel */
 #define NR 4  /* output rows per micro-kernel */
 
-/* 16 codes -> 16 fp16 bit patterns (e4m3 scaled by 2^-8, fixed up later). */
-AVX2_FN static inline __m256i f16_bits(dl_dtype dt, __m128i c) {
-    __m256i v = _mm256_cvtepu8_epi16(c);
-    if (dt == DT_F8E5M2) return _mm256_slli_epi16(v, 8);
-    /* code << 7 puts the magnitude in place and the sign on bit 14; adding
-     * bit 14 to itself carries it to bit 15. NaN codes (0x7f, 0xff) get a
-     * non-zero mantissa under an all-ones exponent. */
-    __m256i h = _mm256_slli_epi16(v, 7);
-    h = _mm256_add_epi16(h, _mm256_and_si256(h, _mm256_set1_epi16(0x4000)));
-    __m256i nan = _mm256_cmpeq_epi16(_mm256_and_si256(h, _mm256_set1_epi16(0x3f80)),
-                                     _mm256_set1_epi16(0x3f80));
-    return _mm256_or_si256(h, _mm256_and_si256(nan, _mm256_set1_epi16(0x7e00)));
-}
+#define F16B_FN AVX2_FN
+#include "quant/fp8mm_f16bits.h"
 
 AVX2_FN static inline void widen16(dl_dtype dt, const uint8_t *src, float *dst) {
     __m128i c = _mm_loadu_si128((const __m128i *)src);

@@ -35,17 +35,8 @@
 /* 64-byte aligned allocation (aligned_alloc wants a size multiple of 64). */
 static void *amalloc(size_t n) { return aligned_alloc(64, (n + 63) / 64 * 64); }
 
-/* 16 codes -> 16 fp16 bit patterns, as in fp8mm_avx2.c (e4m3 scaled by 2^-8,
- * NaN codes NaN); int8 is converted directly by the caller. */
-X512_FN static inline __m256i f16_bits(dl_dtype dt, __m128i c) {
-    __m256i v = _mm256_cvtepu8_epi16(c);
-    if (dt == DT_F8E5M2) return _mm256_slli_epi16(v, 8);
-    __m256i h = _mm256_slli_epi16(v, 7);
-    h = _mm256_add_epi16(h, _mm256_and_si256(h, _mm256_set1_epi16(0x4000)));
-    __m256i nan = _mm256_cmpeq_epi16(_mm256_and_si256(h, _mm256_set1_epi16(0x3f80)),
-                                     _mm256_set1_epi16(0x3f80));
-    return _mm256_or_si256(h, _mm256_and_si256(nan, _mm256_set1_epi16(0x7e00)));
-}
+#define F16B_FN X512_FN
+#include "quant/fp8mm_f16bits.h"
 
 /* 16 codes at src -> chunks c (d0) and c + 1 (d1) of a pair buffer. */
 X512_FN static inline void widen16_to(dl_dtype dt, const uint8_t *src, float *d0, float *d1) {
