@@ -16,14 +16,12 @@
 # Every function writes its full output under $L and echoes one summary line,
 # so the call's output tail is a short table.
 #
-# Size: a call carries the tracked tree (~46 MB on 2026-12-04) plus the pack
-# (~22 MB) and refuses more than 64 MiB. The thirty-first session made its
-# call with old logs out of the index for the call's duration:
-#   git rm -r -q --cached 'bench/h200-2026-11-*' 'bench/h200-2026-12-01*'
-#   printf '/bench/h200-2026-11-*\n/bench/h200-2026-12-01*\n' >> .git/info/exclude
+# Size: a call carries the tracked tree (~49 MB on 2026-12-06), the
+# untracked files git does not ignore, and the pack (~22 MB), and refuses
+# more than 64 MiB. Leave the older bench logs out for the call's duration:
+#   tools/device_trim.sh on      # all but the 3 newest bench/h200-* entries
 #   ... the device call ...
-#   git reset -q   # and take the two lines out of .git/info/exclude again
-# (nothing may be committed in between).
+#   tools/device_trim.sh off     # before any commit
 
 set -u
 OUT=${OUT:-/tmp/out}
