@@ -10,19 +10,14 @@ import subprocess
 import sys
 import tempfile
 
+from tcheck import Checks
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("DOTLM_BIN", os.path.join(ROOT, "build", "dotlm"))
 SRC = os.path.join(ROOT, "fixtures", "qwen3_bf16")
-passed = failed = 0
 
 
-def check(cond, msg):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", msg)
+check = Checks()
 
 
 def dotlm(*args, stdin=None):
@@ -182,8 +177,8 @@ def main():
         expect_error("bench: three batch sizes", ["bench", "--gemv-m", "4,5,6"], "--gemv-m")
         expect_error("tokenize: broken JSON line", ["tokenize", os.path.join(ROOT, "assets", "tokenizers", "qwen3")],
                      "line 2", stdin='"ok"\n"broken\n')
-    print(f"test_bad_input: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    print(f"test_bad_input: {check.passed} passed, {check.failed} failed")
+    return 1 if check.failed else 0
 
 
 if __name__ == "__main__":

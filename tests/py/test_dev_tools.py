@@ -10,19 +10,11 @@ import subprocess
 import sys
 import tempfile
 
+from tcheck import Checks
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TRIM = os.path.join(ROOT, "tools", "device_trim.sh")
-fails = 0
-passes = 0
-
-
-def check(ok, what):
-    global fails, passes
-    if ok:
-        passes += 1
-    else:
-        fails += 1
-        print("FAIL:", what)
+check = Checks()
 
 
 def sh(repo, *args, ok=True):
@@ -99,8 +91,8 @@ def main():
         r = sh(repo, "tools/device_trim.sh", "on", "10")
         check("nothing to leave out" in r.stdout and tracked(repo) == before, "KEEP >= entries: no change")
         check(sh(repo, "tools/device_trim.sh", "status").stdout.strip() == "device_trim: off", "still off")
-    print(f"{__file__}: {passes} passed, {fails} failed")
-    return 1 if fails else 0
+    print(f"{__file__}: {check.passed} passed, {check.failed} failed")
+    return 1 if check.failed else 0
 
 
 if __name__ == "__main__":

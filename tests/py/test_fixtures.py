@@ -20,6 +20,8 @@ import tempfile
 
 import numpy as np
 
+from tcheck import Checks
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("DOTLM_BIN", os.path.join(ROOT, "build", "dotlm"))
 BACKEND = os.environ.get("DOTLM_BACKEND", "cpu")
@@ -29,16 +31,10 @@ GPU = BACKEND != "cpu"
 # measures the kernels; the default fp16 cache is run too and reported.
 KV = ["--kv-dtype", "f32"] if GPU else []
 
-passed = failed = skipped = 0
+skipped = 0
 
 
-def check(cond, msg):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", msg)
+check = Checks()
 
 
 def run(args, env=None):
@@ -184,8 +180,8 @@ def main():
                             check(e2 <= tol, f"{lab2}: max |logit - ref| = {e2:.3e} > {tol}")
                     ids2, _ = greedy_of(d, case["prompt"], extra)
                     check(ids2 == case["greedy"], f"{lab2}: greedy ids {ids2} != transformers {case['greedy']}")
-    print(f"test_fixtures: {passed} passed, {failed} failed, {skipped} skipped")
-    return 1 if failed or passed == 0 else 0
+    print(f"test_fixtures: {check.passed} passed, {check.failed} failed, {skipped} skipped")
+    return 1 if check.failed or check.passed == 0 else 0
 
 
 if __name__ == "__main__":

@@ -21,21 +21,14 @@ import tempfile
 
 import numpy as np
 
+from tcheck import Checks
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("DOTLM_BIN", os.path.join(ROOT, "build", "dotlm"))
 FIXTURES = ["qwen3_5_text_bf16", "qwen3_next_bf16"]
 N_TOKENS = 420
 
-passed = failed = 0
-
-
-def check(cond, msg):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", msg)
+check = Checks()
 
 
 def stats_counts(stderr):
@@ -89,8 +82,8 @@ def main():
         n = want.shape[0]
         e2 = float(np.abs(a[:n] - want).max())
         check(e2 <= ref["tol"], f"{name}: prefix rows vs transformers max |d| = {e2:.3e} > {ref['tol']}")
-    print(f"test_hybrid_chunks: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    print(f"test_hybrid_chunks: {check.passed} passed, {check.failed} failed")
+    return 1 if check.failed else 0
 
 
 if __name__ == "__main__":

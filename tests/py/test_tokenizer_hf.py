@@ -14,20 +14,13 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tok_corpus  # noqa: E402
 
+from tcheck import Checks
+
 ASSETS = "/work/shared/assets/tokenizers"
 if not os.path.isdir(ASSETS):
     ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "assets", "tokenizers")
 
-passed = failed = 0
-
-
-def check(cond, msg):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", msg)
+check = Checks()
 
 
 def run_dotlm(args, stdin_text):
@@ -208,8 +201,8 @@ def main():
         r = run_dotlm(["tokenize", tmp], '"x"\n')
         check(r.returncode != 0 and b"tokenizer.json" in r.stderr, f"missing tokenizer.json -> {r.stderr!r}")
 
-    print(f"{passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+    print(f"{check.passed} passed, {check.failed} failed")
+    return 0 if check.failed == 0 else 1
 
 
 if __name__ == "__main__":
