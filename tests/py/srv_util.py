@@ -9,6 +9,8 @@ import tempfile
 import threading
 import time
 
+from tcheck import Checks
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("DOTLM_BIN", os.path.join(ROOT, "build", "dotlm"))
 
@@ -62,17 +64,12 @@ class Server:
         return self.p.returncode
 
 
-class Tally:
-    def __init__(self):
-        self.passed = 0
-        self.failed = 0
+class Tally(Checks):
+    """Checks with a runner that counts a test function that raises as a
+    failure."""
 
     def check(self, cond, what):
-        if cond:
-            self.passed += 1
-        else:
-            self.failed += 1
-            print("FAIL:", what, flush=True)
+        self(cond, what)
 
     def run(self, fn, *a):
         t0 = time.time()

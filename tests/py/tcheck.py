@@ -13,4 +13,4 @@ class Checks:
             self.passed += 1
         else:
             self.failed += 1
-            print("FAIL:", msg)
+            print("FAIL:", msg, flush=True)
