@@ -108,6 +108,24 @@ dv_decode() {
     echo "decode $f ${DOTLM_GEMV:+DOTLM_GEMV=$DOTLM_GEMV }${DOTLM_GPU_DIAG_SKIP:+skip=$DOTLM_GPU_DIAG_SKIP }${DOTLM_GPU_ATTN_ROW:+row=$DOTLM_GPU_ATTN_ROW }$*: $(grep -hE '^decode' "$log" | tail -1)"
 }
 
+# GPU clocks and power sampled every 50 ms into $L/smi.csv until
+# dv_clocks_table; dv_phase NAME start|end marks a span, and the table
+# (bench/lib/smi_phases.py) gives each span's SM clock, power and clock
+# event reasons.
+dv_clocks_start() {
+    local why=clocks_event_reasons.active # (older drivers: clocks_throttle_reasons.active)
+    nvidia-smi --query-gpu=$why --format=csv,noheader >/dev/null 2>&1 || why=clocks_throttle_reasons.active
+    nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,$why \
+        --format=csv,noheader,nounits -lms 50 >"$L/smi.csv" 2>&1 &
+    DV_SMI_PID=$!
+}
+dv_phase() { echo "$1 $2 $(date '+%Y/%m/%d %H:%M:%S.%6N')" >>"$L/marks.txt"; }
+dv_clocks_table() {
+    kill "${DV_SMI_PID:-}" 2>/dev/null
+    wait "${DV_SMI_PID:-}" 2>/dev/null
+    python3 bench/lib/smi_phases.py "$L/smi.csv" "$L/marks.txt" | tee "$L/clocks_table.txt"
+}
+
 # Wait for the background jobs, then pack $L into $OUT/logs.tgz.
 dv_finish() {
     wait
