@@ -2,7 +2,7 @@
 # session 42 call 5 (only on an H200 unless DV_ANY_GPU=1): do the SM clocks drop while the fp8
 # GEMVs run? At the H200's copy rate the fp8 M = 1 ring needs about 0.64
 # instructions per scheduler-cycle at 1980 MHz (326 SASS per 64 weight
-# bytes of a lane; ncu measured 0.43-0.61 issued), bf16 about half that, so
+# bytes of a lane; ncu measured 0.43-0.61 issued), bf16 about a third, so
 # a power-capped clock would show in fp8 and not in bf16. Clocks and
 # power sampled every 50 ms through the GEMV bench and long decodes of each
 # format; then Qwen3-14B-shaped decode (fp8, W8A8), never run on an H200.
