@@ -29,10 +29,7 @@ done
 dv_phase "dec_fp8-block_b" start; dv_decode fp8-block --prompt-len 512 --gen 512; dv_phase "dec_fp8-block_b" end
 dv_models_wait
 echo "$(dv_t) $(tail -1 $L/gen_fp8-block_14b.log) / $(tail -1 $L/gen_int8_14b.log)"
-for round in 1 2; do
-  for f in fp8-block_14b int8_14b; do echo -n "14b "; dv_decode $f; done
-done
-for f in fp8-block_14b int8_14b; do echo -n "14b "; dv_decode $f --prompt-len 4096 --gen 32; done
+dv_decode_rounds "14b " 2 fp8-block_14b int8_14b
 dv_clocks_table
 grep -h streamed $L/dec_*.log | sort | uniq -c
 dv_finish

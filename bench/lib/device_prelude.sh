@@ -11,6 +11,7 @@
 #   dv_tests                     # every GPU unit test + fixtures on cuda
 #   dv_models_wait
 #   dv_decode int8 --prompt-len 512 --gen 64
+#   dv_decode_rounds "14b " 2 fp8-block_14b int8_14b   # 2 rounds at 512, then 4096
 #   dv_finish                    # waits, tars $L into $OUT/logs.tgz
 #
 # Every function writes its full output under $L and echoes one summary line,
@@ -106,6 +107,18 @@ dv_decode() {
     log=$L/dec_$f.$(date +%s%N).log
     timeout 90 "$B/dotlm" bench --model "/dev/shm/m_$f" --backend cuda "$@" >"$log" 2>&1
     echo "decode $f ${DOTLM_GEMV:+DOTLM_GEMV=$DOTLM_GEMV }${DOTLM_GPU_DIAG_SKIP:+skip=$DOTLM_GPU_DIAG_SKIP }${DOTLM_GPU_ATTN_ROW:+row=$DOTLM_GPU_ATTN_ROW }$*: $(grep -hE '^decode' "$log" | tail -1)"
+}
+
+# dv_decode_rounds LABEL N MODEL...: N interleaved rounds of dv_decode on each
+# /dev/shm/m_MODEL at its default (512 positions, 64 tokens), then each once
+# after 4096 positions (32 tokens); every line starts with LABEL.
+dv_decode_rounds() {
+    local label=$1 n=$2 r f
+    shift 2
+    for r in $(seq "$n"); do
+        for f in "$@"; do echo -n "$label"; dv_decode "$f"; done
+    done
+    for f in "$@"; do echo -n "$label"; dv_decode "$f" --prompt-len 4096 --gen 32; done
 }
 
 # GPU clocks and power sampled every 50 ms into $L/smi.csv until
