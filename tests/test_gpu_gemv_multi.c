@@ -21,6 +21,9 @@
  *  - the e4m3 fold widening (the default at M <= 2) is bitwise h2 over
  *    activations spread across the range it is documented for, counted,
  *    and its gate turns it into h2;
+ *  - the opt-in fp16 chunk products (fp8=hf, e4m3 at M = 1) stay within
+ *    4e-3 of max|ref| of the CPU in every M = 1 launch form, single and
+ *    multi alike, counted, run to run bitwise, and its gate gives fold;
  *  - gk_gemv_multi_ok / gk_int8_gemv_multi_ok refuse mixed jobs, and
  *    gk_gemv_tune refuses unknown knobs without changing anything.
  * Prints "SKIP: no CUDA device" and exits 0 without a GPU backend or device. */
@@ -693,6 +696,82 @@ static void test_fold_range(void) {
     gk_gemv_tune(saved);
 }
 
+/* The opt-in fp16 chunk products (fp8=hf, e4m3 at M = 1): every M = 1
+ * launch form (the ring with each x-load knob, the register loop; single
+ * and multi) within HF_TOL of max|ref| of the CPU backend, counted where
+ * it ran, not bitwise the fold result (so the fp16 path is what ran), run
+ * to run bitwise, and with its gate off the same spec gives fold's bits. */
+#define HF_TOL 4e-3
+static void test_hf(void) {
+    static const fmt F[] = {{DT_F8E4M3, WS_BLOCK, ACT_NATIVE, "fp8e4m3 block"},
+                            {DT_F8E4M3, WS_CHANNEL, ACT_NATIVE, "fp8e4m3 channel"}};
+    char saved[256];
+    gk_gemv_tune_str(saved, sizeof saved);
+    static const char *forms[4] = {"ring=1,xpf=2", "ring=1,xpf=1", "ring=1,xpf=0", "ring=0"};
+    static const int64_t ks[2] = {512, 5120};
+    for (size_t f = 0; f < 2; f++)
+        for (int ki = 0; ki < 2; ki++) {
+            const int ns[3] = {96, 40, 33};
+            const int64_t lds[3] = {ks[ki], ks[ki], ks[ki]};
+            job j;
+            if (job_init(&j, &F[f], 3, ns, ks[ki], lds, 1, CODES_RANDOM)) {
+                job_free(&j);
+                continue;
+            }
+            float *yc[3];
+            for (int i = 0; i < 3; i++) {
+                yc[i] = malloc((size_t)ns[i] * 4);
+                cpu->matmul(cpu, yc[i], j.x, &j.w[i], 1);
+            }
+            for (int fi = 0; fi < 4; fi++) {
+                char sh[64], sf[64];
+                snprintf(sh, sizeof sh, "default,fp8=hf,%s", forms[fi]);
+                snprintf(sf, sizeof sf, "default,fp8=fold,%s", forms[fi]);
+                float *h1[3], *h2[3], *hm[3], *hg[3], *hfold[3];
+                CHECK(gk_gemv_tune(sh) == 0);
+                unsigned long long c0 = gk_gemv_hf_launches();
+                job_run(&j, 0);
+                job_get(&j, 0, h1);
+                job_run(&j, 0);
+                job_get(&j, 0, h2);
+                job_run(&j, 1);
+                job_get(&j, 1, hm);
+                CHECKF(gk_gemv_hf_launches() >= c0 + 7, "hf %s %s k=%lld: %llu launches counted, 7 due", forms[fi],
+                       F[f].name, (long long)ks[ki], gk_gemv_hf_launches() - c0);
+                gk_gemv_hf_allow(0);
+                c0 = gk_gemv_hf_launches();
+                job_run(&j, 0);
+                job_get(&j, 0, hg);
+                gk_gemv_hf_allow(1);
+                CHECKF(gk_gemv_hf_launches() == c0, "hf gate off %s: counted", forms[fi]);
+                CHECK(gk_gemv_tune(sf) == 0);
+                job_run(&j, 0);
+                job_get(&j, 0, hfold);
+                size_t nd_fold = 0;
+                for (int i = 0; i < 3; i++) {
+                    const size_t ny = (size_t)ns[i];
+                    const double r = tu_max_rel(h1[i], yc[i], ny);
+                    CHECKF(r <= HF_TOL && r > 0.0, "hf %s %s k=%lld weight %d vs CPU: rel %.3g (want (0, %g])",
+                           forms[fi], F[f].name, (long long)ks[ki], i, r, HF_TOL);
+                    CHECKF(ndiff(h1[i], h2[i], ny) == 0, "hf %s %s: run to run differs", forms[fi], F[f].name);
+                    CHECKF(ndiff(h1[i], hm[i], ny) == 0, "hf %s %s weight %d: multi differs from single", forms[fi],
+                           F[f].name, i);
+                    CHECKF(ndiff(hg[i], hfold[i], ny) == 0, "hf gate off %s %s weight %d: not fold's bits",
+                           forms[fi], F[f].name, i);
+                    CHECKF(guard_ok(h1[i], ny) && guard_ok(hm[i], ny), "hf %s weight %d: wrote past its rows",
+                           forms[fi], i);
+                    nd_fold += ndiff(h1[i], hfold[i], ny);
+                }
+                CHECKF(nd_fold > 0, "hf %s %s k=%lld: bitwise fold (the fp16 path did not run)", forms[fi],
+                       F[f].name, (long long)ks[ki]);
+                free_h(h1, 3), free_h(h2, 3), free_h(hm, 3), free_h(hg, 3), free_h(hfold, 3);
+            }
+            free_h(yc, 3);
+            job_free(&j);
+        }
+    gk_gemv_tune(saved);
+}
+
 /* multi_ok refuses mixed jobs; tune refuses unknown knobs, atomically. */
 static void test_refusals(void) {
     dl_weight a = make_w(DT_BF16, 16, 128, 128, WS_NONE, ACT_NATIVE, 0, 0);
@@ -764,6 +843,7 @@ int main(void) {
     gk_gemv_xperm_ws(xpws, xpb);
     test_refusals();
     test_fold_range();
+    test_hf();
     test_multi_and_variants(0);
     test_gate_up_silu(0);
     /* fp8 block scales over 2 rows: a group of 4 rows spans two scale rows,

@@ -117,6 +117,9 @@ static kreg_kernel K_FOLD =
     KREG_KERNEL(KN("gemv_fold"), "fp8 e4m3 GEMV launches (every M) with the 2^8 of the fp16 widening folded into "
                                  "the chunk scale (bitwise h2 while every nonzero activation is in [2^-109, 2^120)); "
                                  "off: h2, one multiply per code pair");
+static kreg_kernel K_HF =
+    KREG_KERNEL(KN("gemv_hf"), "fp8 e4m3 GEMV launches at M = 1 with the chunk products in packed fp16 (opt-in: "
+                               "DOTLM_GEMV=default,fp8=hf; ~1e-3 relative, not bitwise fold); off: fold");
 static kreg_kernel K_RPF =
     KREG_KERNEL(KN("gemv_ring_xpf"), "fp8 ring GEMV launches at M = 1 that load the next chunk's activations and "
                                      "scales while this chunk computes (DOTLM_GEMV=xpf=1: two register sets, up to "
@@ -245,6 +248,7 @@ typedef struct {
     int pdl;              /* PDL on for the launches of this forward */
     int ring;             /* cuda.gemv_ring enabled for this forward */
     int fold;             /* cuda.gemv_fold enabled for this forward */
+    int hf;               /* cuda.gemv_hf enabled for this forward (part of graph keys) */
     int i8ks;             /* cuda.int8_gemv_ksplit enabled for this forward */
     int l2ef;             /* cuda.gemv_l2_evict_first enabled for this forward (part of graph keys) */
     int rpf;              /* cuda.gemv_ring_xpf enabled for this forward (part of graph keys) */
@@ -364,6 +368,7 @@ static int diag_skip(const gpu_impl *g, const kreg_kernel *k) {
         const unsigned long long pdl0_ = gk_pdl_launches();                   \
         const unsigned long long ring0_ = gk_gemv_ring_launches();            \
         const unsigned long long fold0_ = gk_gemv_fold_launches();            \
+        const unsigned long long hf0_ = gk_gemv_hf_launches();                \
         const unsigned long long rpf0_ = gk_gemv_ring_xpf_launches();         \
         const unsigned long long unsc0_ = gk_gemv_unscaled_launches();        \
         const unsigned long long l2ef0_ = gk_gemv_l2ef_launches();            \
@@ -376,6 +381,7 @@ static int diag_skip(const gpu_impl *g, const kreg_kernel *k) {
         pdl_count((g), pdl0_);                                                \
         hits_since((g), &K_RING, ring0_, gk_gemv_ring_launches());            \
         hits_since((g), &K_FOLD, fold0_, gk_gemv_fold_launches());            \
+        hits_since((g), &K_HF, hf0_, gk_gemv_hf_launches());                  \
         hits_since((g), &K_RPF, rpf0_, gk_gemv_ring_xpf_launches());          \
         hits_since((g), &K_UNSC, unsc0_, gk_gemv_unscaled_launches());        \
         hits_since((g), &K_L2EF, l2ef0_, gk_gemv_l2ef_launches());            \
@@ -679,6 +685,8 @@ static void gemv_switches(gpu_impl *g) {
     gk_gemv_ring_allow(g->ring);
     g->fold = kreg_enabled(&K_FOLD); /* cuda.gemv_fold off: the h2 widening */
     gk_gemv_fold_allow(g->fold);
+    g->hf = kreg_enabled(&K_HF); /* cuda.gemv_hf off: fp8=hf runs fold */
+    gk_gemv_hf_allow(g->hf);
     g->rpf = kreg_enabled(&K_RPF); /* cuda.gemv_ring_xpf off: inputs loaded as each chunk starts */
     gk_gemv_ring_xpf_allow(g->rpf);
     gk_gemv_unscaled_allow(kreg_enabled(&K_UNSC)); /* cuda.gemv_unscaled off: the scale load */
@@ -1397,6 +1405,7 @@ static int gpu_graph_begin(dl_backend *be, uint64_t key) {
         g->pdl,      /* PDL edges are part of a recording */
         g->ring,     /* so is the GEMV kernel chosen */
         g->fold,     /* and its widening */
+        g->hf,       /* and its arithmetic */
         g->rpf,      /* and its loop */
         g->i8ks,     /* and the W8A8 grid */
         g->i8xp,     /* and the W8A8 loop */

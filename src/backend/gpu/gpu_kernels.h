@@ -96,6 +96,10 @@ void gk_gemv_ring_allow(int on);
  * its process-wide gate (off: those launches use h2; on at start). */
 unsigned long long gk_gemv_fold_launches(void);
 void gk_gemv_fold_allow(int on);
+/* fp8 e4m3 GEMV launches at M = 1 with the chunk products in packed fp16
+ * (knob fp8=hf, opt-in; ~1e-3 relative, not bitwise), and their gate. */
+unsigned long long gk_gemv_hf_launches(void);
+void gk_gemv_hf_allow(int on);
 /* The two-stage fp8 ring at M = 1 with chunk c + 1's activations and
  * scales loaded during chunk c (gpu_tune.h xpf=1, opt-in): launches
  * made so far (the cuda.gemv_ring_xpf dispatch counter), and its gate (off:

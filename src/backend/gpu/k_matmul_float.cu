@@ -77,6 +77,18 @@
 /* The fp8 widening after DL_FP8_F32S (the DL_FP8_* enum of gpu_common.cuh
  * is shared with other files; this value is used only here). */
 enum { DL_FP8_H2X = 4 };
+/* DL_FP8_HF (e4m3, M = 1 only; knob fp8=hf, opt-in, NOT bitwise equal to
+ * the others): the chunk's products in packed fp16. Codes widen as in
+ * fold (fp16 bits of value * 2^-8, exact), the chunk's 16 activations are
+ * rounded to fp16 once per chunk (shared by the R rows), each row's 8 code
+ * pairs go through one HMUL2 and seven HFMA2 into an fp16 pair, whose two
+ * halves are widened to fp32 and added; the chunk scale carries the 2^8
+ * (FOLD). So a chunk partial is rounded in fp16 (relative error ~1e-3 of
+ * the chunk's sum of |products|), while chunks still accumulate in fp32.
+ * fp16 overflows when a chunk half's running sum passes 65504, i.e. only
+ * for |x| in the thousands (|value * 2^-8| <= 1.75); such outputs become
+ * inf. About half the instructions of fold per weight byte. */
+enum { DL_FP8_HF = 5 };
 template <int DT, int CV> struct dl_gv {
     static const bool FOLD = false, XS = false;
     static __device__ __forceinline__ void cvt16(uint4 r, float *f) { dl_wt<DT>::cvt16(r, f, nullptr); }
@@ -167,6 +179,13 @@ template <> struct dl_gv<DT_F8E4M3, DL_FP8_H2> {
 };
 template <> struct dl_gv<DT_F8E4M3, DL_FP8_FOLD> {
     static const bool FOLD = true, XS = false; /* f = value * 2^-8; the chunk scale carries 2^8 */
+    static __device__ __forceinline__ void cvt16(uint4 r, float *f) {
+        dl_e4m3x4_h2<0>(r.x, f); dl_e4m3x4_h2<0>(r.y, f + 4);
+        dl_e4m3x4_h2<0>(r.z, f + 8); dl_e4m3x4_h2<0>(r.w, f + 12);
+    }
+};
+template <> struct dl_gv<DT_F8E4M3, DL_FP8_HF> {
+    static const bool FOLD = true, XS = false; /* the chunk math is dl_gv_hf_rows; cvt16 (fold) is never dispatched */
     static __device__ __forceinline__ void cvt16(uint4 r, float *f) {
         dl_e4m3x4_h2<0>(r.x, f); dl_e4m3x4_h2<0>(r.y, f + 4);
         dl_e4m3x4_h2<0>(r.z, f + 8); dl_e4m3x4_h2<0>(r.w, f + 12);
@@ -420,6 +439,39 @@ static __device__ __forceinline__ void dl_gv_chunk_in(const float *__restrict__ 
     dl_gv_chunk_scales<DT, CV, R>(kk, srow, magic, s);
     dl_gv_xload<DT, CV>(dl_gv_xat<DT, XP>(x, kk), xv, XP ? DL_WARP : 1);
 }
+/* DL_FP8_HF: the chunk's 16 activations as 8 fp16 pairs (RNE). */
+static __device__ __forceinline__ void dl_gv_hf_x(const float (&xv)[16], __half2 (&xh)[8]) {
+#pragma unroll
+    for (int i = 0; i < 8; i++) xh[i] = __floats2half2_rn(xv[2 * i], xv[2 * i + 1]);
+}
+/* DL_FP8_HF: each row's chunk (16 e4m3 codes in raw[r]) against xh: codes
+ * to fp16 pairs of value * 2^-8 (as dl_e4m3x4_h2<0>), one HMUL2 and seven
+ * HFMA2 in element-pair order, the pair's halves widened and added, then
+ * acc[r] = fma(partial, s[r], acc[r]) (s carries the 2^8). */
+template <int R>
+static __device__ __forceinline__ void dl_gv_hf_rows(const uint4 (&raw)[R], const __half2 (&xh)[8], const float (&s)[R],
+                                                     float (&acc)[R][1]) {
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const uint32_t wd[4] = {raw[r].x, raw[r].y, raw[r].z, raw[r].w};
+        __half2 p;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            /* [sign(b1) b1 sign(b0) b0], [sign(b3) b3 sign(b2) b2] -> fp16 pairs */
+            uint32_t a = dl_prmt(wd[j], 0u, 0x9180u), b = dl_prmt(wd[j], 0u, 0xB3A2u);
+            a = (a & 0x017f017fu) << 7;
+            b = (b & 0x017f017fu) << 7;
+            __half2 ha, hb;
+            __builtin_memcpy(&ha, &a, 4);
+            __builtin_memcpy(&hb, &b, 4);
+            p = j == 0 ? __hmul2(ha, xh[0]) : __hfma2(ha, xh[2 * j], p);
+            p = __hfma2(hb, xh[2 * j + 1], p);
+        }
+        const float2 pf = __half22float2(p);
+        acc[r][0] = fmaf(pf.x + pf.y, s[r], acc[r][0]);
+    }
+}
+
 /* A chunk's arithmetic at M = 1 on what dl_gv_chunk_in loaded: each row
  * widened, its partial p over the chunk by sequential FMAs, then acc[r] =
  * fma(p, s[r], acc[r]). */
@@ -427,14 +479,20 @@ template <int DT, int CV, int R>
 static __device__ __forceinline__ void dl_gv_chunk_on(const uint4 (&raw)[R], const float (&xv)[dl_wt<DT>::VEC],
                                                       const float (&s)[R], float (&acc)[R][1]) {
     typedef dl_wt<DT> T;
+    if constexpr (CV == DL_FP8_HF) {
+        __half2 xh[8];
+        dl_gv_hf_x(xv, xh);
+        dl_gv_hf_rows<R>(raw, xh, s, acc);
+    } else {
 #pragma unroll
-    for (int r = 0; r < R; r++) {
-        float f[T::VEC];
-        dl_gv<DT, CV>::cvt16(raw[r], f);
-        float p = 0.0f;
+        for (int r = 0; r < R; r++) {
+            float f[T::VEC];
+            dl_gv<DT, CV>::cvt16(raw[r], f);
+            float p = 0.0f;
 #pragma unroll
-        for (int e = 0; e < T::VEC; e++) p = fmaf(f[e], xv[e], p);
-        acc[r][0] = fmaf(p, s[r], acc[r][0]);
+            for (int e = 0; e < T::VEC; e++) p = fmaf(f[e], xv[e], p);
+            acc[r][0] = fmaf(p, s[r], acc[r][0]);
+        }
     }
 }
 
@@ -450,31 +508,38 @@ static __device__ __forceinline__ void dl_gv_chunk_roll(const uint4 (&raw)[R], f
                                                         const float (&s)[R], float (&acc)[R][1],
                                                         const float *__restrict__ x, int kn, bool more) {
     typedef dl_wt<DT> T;
-    float f[R][T::VEC], p[R];
+    if constexpr (CV == DL_FP8_HF) { /* x rounded first, so the next chunk's loads go out before the math */
+        __half2 xh[8];
+        dl_gv_hf_x(xv, xh);
+        if (more) dl_gv_xload<DT, CV>(dl_gv_xat<DT, XP>(x, kn), xv, XP ? DL_WARP : 1);
+        dl_gv_hf_rows<R>(raw, xh, s, acc);
+    } else {
+        float f[R][T::VEC], p[R];
 #pragma unroll
-    for (int r = 0; r < R; r++) {
-        dl_gv<DT, CV>::cvt16(raw[r], f[r]);
-        p[r] = 0.0f;
-    }
-    const float *xn = dl_gv_xat<DT, XP>(x, kn);
+        for (int r = 0; r < R; r++) {
+            dl_gv<DT, CV>::cvt16(raw[r], f[r]);
+            p[r] = 0.0f;
+        }
+        const float *xn = dl_gv_xat<DT, XP>(x, kn);
 #pragma unroll
-    for (int q = 0; q < T::VEC / 4; q++) {
+        for (int q = 0; q < T::VEC / 4; q++) {
 #pragma unroll
-        for (int e = 4 * q; e < 4 * q + 4; e++)
+            for (int e = 4 * q; e < 4 * q + 4; e++)
 #pragma unroll
-            for (int r = 0; r < R; r++) p[r] = fmaf(f[r][e], xv[e], p[r]);
-        /* asks for the order: every row's partial through this float4
-         * before its reload. ptxas still sinks the reloads below the
-         * chunk's last FMAs (SASS, 2026-12-05), as it did without this;
-         * the builds measured had it (docs/gpu_backend.md) */
+                for (int r = 0; r < R; r++) p[r] = fmaf(f[r][e], xv[e], p[r]);
+            /* asks for the order: every row's partial through this float4
+             * before its reload. ptxas still sinks the reloads below the
+             * chunk's last FMAs (SASS, 2026-12-05), as it did without this;
+             * the builds measured had it (docs/gpu_backend.md) */
 #if !defined(__HIPCC__) /* (only the CUDA ring calls this) */
 #pragma unroll
-        for (int r = 0; r < R; r++) asm volatile("" : "+f"(p[r])::"memory");
+            for (int r = 0; r < R; r++) asm volatile("" : "+f"(p[r])::"memory");
 #endif
-        if (more) dl_gv_xload4<DT, CV>(xn, xv, q, XP ? DL_WARP : 1);
-    }
+            if (more) dl_gv_xload4<DT, CV>(xn, xv, q, XP ? DL_WARP : 1);
+        }
 #pragma unroll
-    for (int r = 0; r < R; r++) acc[r][0] = fmaf(p[r], s[r], acc[r][0]);
+        for (int r = 0; r < R; r++) acc[r][0] = fmaf(p[r], s[r], acc[r][0]);
+    }
 }
 
 /* One 16-byte chunk per row (raw[r], at element kk of row r) folded into
@@ -1057,6 +1122,12 @@ static unsigned long long g_fold_n = 0;
 static int g_fold_allow = 1;
 extern "C" unsigned long long gk_gemv_fold_launches(void) { return g_fold_n; }
 extern "C" void gk_gemv_fold_allow(int on) { g_fold_allow = on != 0; }
+/* Launches with the fp16 chunk products (knob fp8=hf, opt-in, M = 1), and
+ * their gate (gk_gemv_hf_allow): off, fp8=hf runs fold. */
+static unsigned long long g_hf_n = 0;
+static int g_hf_allow = 1;
+extern "C" unsigned long long gk_gemv_hf_launches(void) { return g_hf_n; }
+extern "C" void gk_gemv_hf_allow(int on) { g_hf_allow = on != 0; }
 /* Launches of the 16/32-bit GEMV without the per-chunk scale load (gv_go,
  * M <= 2, no block scales) and its gate (gk_gemv_unscaled_allow, the
  * backend's cuda.gemv_unscaled). */
@@ -1208,6 +1279,7 @@ static int cfg_apply(gv_knobs *k, const char *spec) {
             else if (!strcmp(v, "fold")) c->fp8 = DL_FP8_FOLD;
             else if (!strcmp(v, "f32s")) c->fp8 = DL_FP8_F32S;
             else if (!strcmp(v, "h2x")) c->fp8 = DL_FP8_H2X;
+            else if (!strcmp(v, "hf")) c->fp8 = DL_FP8_HF;
             else return -1;
             continue;
         }
@@ -1272,7 +1344,7 @@ extern "C" int gk_gemv_wpb_max(void) { return DL_GEMV_MAXW; }
 extern "C" void gk_gemv_tune_str(char *buf, size_t n) {
     const gv_knobs &k = cfg_ref();
     const dl_gemv_cfg &c = k.c;
-    static const char *f8[5] = {"f32", "h2", "fold", "f32s", "h2x"};
+    static const char *f8[6] = {"f32", "h2", "fold", "f32s", "h2x", "hf"};
     snprintf(buf, n,
              "fp8=%s,u=%d,na=%d,wpb=%d,r1=%d,rm=%d,i8u=%d,i8na=%d,i8wpb=%d,i8r1=%d,i8rm=%d,loop=%d,ring=%d,i8ring=%d,i8ks=%d,"
              "xp=%d,mlb=%d,xpf=%d,i8xp=%d",
@@ -1405,7 +1477,7 @@ static void gv_go_k(const gv_call &c) {
     }
 #endif
     if constexpr (MR <= GV_LOOP_MAXM && !XP) { /* (dl_k_gemv_fp reads x as it is) */
-        if (c.loop) {
+        if (c.loop && CV != DL_FP8_HF) { /* (dl_k_gemv_fp has no fp16 chunk form) */
             /* int8 weight-only: the conversion-free widening (dl_gv<DT_I8, 1>) */
             constexpr int CVP = DT == DT_I8 ? 1 : CV;
             return dl_launch(dl_k_gemv_fp<DT, MR, R, U, CVP, NA>, grid, c.cfg.wpb * DL_WARP, 0, c.st, c.x, j);
@@ -1465,6 +1537,7 @@ static bool gv_reads_xt(const gv_call &c) { return c.xt && gv_xp_fits(c.w[0].k, 
 template <int DT, int MR, int R, int U, int CV, int NA>
 static void gv_go(const gv_call &c) {
     if constexpr (CV == DL_FP8_FOLD) g_fold_n++;
+    if constexpr (CV == DL_FP8_HF) g_hf_n++;
     constexpr int VEC = dl_wt<DT>::VEC;
     if constexpr (MR > 2 && MR > GV_LOOP_MAXM && NA == 1 && VEC >= 16) {
         const int64_t K = c.w[0].k;
@@ -1501,6 +1574,9 @@ static void gv_go(const gv_call &c) {
 template <int DT, int MR, int R, int U, int NA>
 static void gv_cv(const gv_call &c) {
     if constexpr (DT == DT_F8E4M3) {
+        if constexpr (MR == 1 && NA == 1) { /* the fp16 chunk products (opt-in; M = 1, na = 1 only) */
+            if (c.cfg.fp8 == DL_FP8_HF && g_hf_allow) return gv_go<DT, MR, R, U, DL_FP8_HF, NA>(c);
+        }
         if constexpr (MR <= 2 || NA == 1) {
             if (c.cfg.fp8 == DL_FP8_FOLD && g_fold_allow) return gv_go<DT, MR, R, U, DL_FP8_FOLD, NA>(c);
         }
