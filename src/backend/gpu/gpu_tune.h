@@ -1,6 +1,7 @@
 /* GEMV variant knobs (k_matmul_float.cu), for tests and dotlm_gpu_bench.
  * Every variant is bitwise equal to every other (same widened values, same
- * per-row FMA order); they differ in speed only. The process starts from
+ * per-row FMA order); they differ in speed only, except fp8=hf (fp16
+ * arithmetic inside each chunk, opt-in, below). The process starts from
  * the defaults, then DOTLM_GEMV_R1/RM, DOTLM_I8_R1/RM and the spec in
  * DOTLM_GEMV (read once, at the first GEMV). Spec: comma-separated
  * key=value, or the words "default" and "v1" (the kernels before the
@@ -9,12 +10,19 @@
  * na=1,wpb=4,r1=0,rm=0,i8u=0,i8na=1,i8wpb=4,i8r1=2,i8rm=0,loop=0,ring=1,
  * i8ring=0,i8ks=1,xp=1,mlb=3,xpf=2,i8xp=0: fastest measured
  * end to end, see the comment at cfg_default). Keys:
- *   fp8=f32|f32s|h2|h2x|fold  fp8 widening (f32 = the original; f32s:
+ *   fp8=f32|f32s|h2|h2x|fold|hf  fp8 widening (f32 = the original; f32s:
  *                    e4m3 at M <= 2 only; fold: e4m3 at M <= 2, and above
  *                    with na=1; h2x: e4m3, the 2^8 of h2 moved
  *                    into x where that saves multiplies (M = 1, 4 rows),
  *                    else h2; h2x is exact for |x| < 2^120, fold only for
- *                    2^-109 <= |x| < 2^120 or 0, see docs/gpu_backend.md)
+ *                    2^-109 <= |x| < 2^120 or 0, see docs/gpu_backend.md;
+ *                    hf: e4m3 at M = 1 with 4 rows per warp (the default
+ *                    shape; elsewhere fold), fold's codes times the
+ *                    activations rounded to fp16 by packed fp16 FMAs
+ *                    within each 16-code chunk, chunks summed in fp32:
+ *                    NOT bitwise, ~1e-3 relative, inf where a chunk's
+ *                    fp16 sum passes 65504; switch and counter
+ *                    cuda.gemv_hf)
  *   loop=0|1|2       float GEMV K loop at M <= 2: 0 the original, 1 the
  *                    software-pipelined one for fp8 weights only, 2 for
  *                    every format (int8 weight-only then also widens

@@ -1574,7 +1574,10 @@ static void gv_go(const gv_call &c) {
 template <int DT, int MR, int R, int U, int NA>
 static void gv_cv(const gv_call &c) {
     if constexpr (DT == DT_F8E4M3) {
-        if constexpr (MR == 1 && NA == 1) { /* the fp16 chunk products (opt-in; M = 1, na = 1 only) */
+        /* the fp16 chunk products (opt-in): built for the default M = 1
+         * launch shape only (4 rows per warp, 2 vectors, na = 1); other
+         * shapes run fold (gk_gemv_hf_launches counts where it ran) */
+        if constexpr (MR == 1 && NA == 1 && R == 4 && U == 2) {
             if (c.cfg.fp8 == DL_FP8_HF && g_hf_allow) return gv_go<DT, MR, R, U, DL_FP8_HF, NA>(c);
         }
         if constexpr (MR <= 2 || NA == 1) {
