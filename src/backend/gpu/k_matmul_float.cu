@@ -444,40 +444,31 @@ static __device__ __forceinline__ void dl_gv_hf_x(const float (&xv)[16], __half2
 #pragma unroll
     for (int i = 0; i < 8; i++) xh[i] = __floats2half2_rn(xv[2 * i], xv[2 * i + 1]);
 }
-/* DL_FP8_HF: one row's chunk of 16 e4m3 codes as 8 fp16 pairs of value *
- * 2^-8 in element order (as dl_e4m3x4_h2<0>: exact, subnormals included). */
-static __device__ __forceinline__ void dl_gv_hf_widen(uint4 raw, __half2 (&w)[8]) {
-    const uint32_t wd[4] = {raw.x, raw.y, raw.z, raw.w};
-#pragma unroll
-    for (int j = 0; j < 4; j++) {
-        /* [sign(b1) b1 sign(b0) b0], [sign(b3) b3 sign(b2) b2] -> fp16 pairs */
-        uint32_t a = dl_prmt(wd[j], 0u, 0x9180u), b = dl_prmt(wd[j], 0u, 0xB3A2u);
-        a = (a & 0x017f017fu) << 7;
-        b = (b & 0x017f017fu) << 7;
-        __builtin_memcpy(&w[2 * j], &a, 4);
-        __builtin_memcpy(&w[2 * j + 1], &b, 4);
-    }
-}
-/* DL_FP8_HF: a row chunk's partial: one HMUL2 and seven HFMA2 over the
- * pairs in order, then the pair's two halves widened and added (fp32).
- * The one definition of the hf chunk order, at every M. */
-static __device__ __forceinline__ float dl_gv_hf_dot(const __half2 (&w)[8], const __half2 (&xh)[8]) {
-    __half2 p = __hmul2(w[0], xh[0]);
-#pragma unroll
-    for (int i = 1; i < 8; i++) p = __hfma2(w[i], xh[i], p);
-    const float2 pf = __half22float2(p);
-    return pf.x + pf.y;
-}
-/* DL_FP8_HF at M = 1: every row's chunk against xh, acc[r] = fma(partial,
- * s[r], acc[r]) (s carries the 2^8). */
+/* DL_FP8_HF: each row's chunk (16 e4m3 codes in raw[r]) against xh: codes
+ * to fp16 pairs of value * 2^-8 (as dl_e4m3x4_h2<0>), one HMUL2 and seven
+ * HFMA2 in element-pair order, the pair's halves widened and added, then
+ * acc[r] = fma(partial, s[r], acc[r]) (s carries the 2^8). */
 template <int R>
 static __device__ __forceinline__ void dl_gv_hf_rows(const uint4 (&raw)[R], const __half2 (&xh)[8], const float (&s)[R],
                                                      float (&acc)[R][1]) {
 #pragma unroll
     for (int r = 0; r < R; r++) {
-        __half2 w[8];
-        dl_gv_hf_widen(raw[r], w);
-        acc[r][0] = fmaf(dl_gv_hf_dot(w, xh), s[r], acc[r][0]);
+        const uint32_t wd[4] = {raw[r].x, raw[r].y, raw[r].z, raw[r].w};
+        __half2 p;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            /* [sign(b1) b1 sign(b0) b0], [sign(b3) b3 sign(b2) b2] -> fp16 pairs */
+            uint32_t a = dl_prmt(wd[j], 0u, 0x9180u), b = dl_prmt(wd[j], 0u, 0xB3A2u);
+            a = (a & 0x017f017fu) << 7;
+            b = (b & 0x017f017fu) << 7;
+            __half2 ha, hb;
+            __builtin_memcpy(&ha, &a, 4);
+            __builtin_memcpy(&hb, &b, 4);
+            p = j == 0 ? __hmul2(ha, xh[0]) : __hfma2(ha, xh[2 * j], p);
+            p = __hfma2(hb, xh[2 * j + 1], p);
+        }
+        const float2 pf = __half22float2(p);
+        acc[r][0] = fmaf(pf.x + pf.y, s[r], acc[r][0]);
     }
 }
 
@@ -568,25 +559,6 @@ static __device__ __forceinline__ void dl_gv_chunk(const uint4 (&raw)[R], const 
         dl_gv_chunk_in<DT, CV, R, XP>(x, kk, srow, magic, xv, s);
         dl_gv_chunk_on<DT, CV, R>(raw, xv, s, acc);
         (void)K;
-    } else if constexpr (CV == DL_FP8_HF) { /* the rows widened once, each activation row rounded once */
-        __half2 w[R][8];
-        float s[R];
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            dl_gv_hf_widen(raw[r], w[r]);
-            s[r] = dl_gv_row_scale<DT, CV>(kk, srow[r], magic);
-        }
-        const int xo = XP ? dl_xp_at<T::VEC, MR>(kk) : kk;
-#pragma unroll
-        for (int m = 0; m < MR; m++) {
-            float xv[T::VEC];
-            if (XP) dl_gv_xload<DT, CV>(x + xo + m * DL_WARP * 4, xv, MR * DL_WARP);
-            else dl_gv_xload<DT, CV>(x + (int64_t)m * K + xo, xv);
-            __half2 xh[8];
-            dl_gv_hf_x(xv, xh);
-#pragma unroll
-            for (int r = 0; r < R; r++) acc[r][m] = fmaf(dl_gv_hf_dot(w[r], xh), s[r], acc[r][m]);
-        }
     } else {
         float f[R][T::VEC];
         float s[R];
@@ -1452,8 +1424,7 @@ static void gv_go_k(const gv_call &c) {
     /* knob mlb: fp8 at M >= 3 with x permuted through the two-stage ring
      * capped at 128 registers (LB = 2): at every M up to 8 (mlb = 1), or
      * at M <= 4 (mlb = 2, with the rows per warp of gv_rows_batch) */
-    /* (hf: not built for the mlb = 1 ring at M >= 5; the register loop runs those) */
-    if constexpr ((DT == DT_F8E4M3 || DT == DT_F8E5M2) && MR >= 3 && XP && (CV != DL_FP8_HF || MR <= 4)) {
+    if constexpr ((DT == DT_F8E4M3 || DT == DT_F8E5M2) && MR >= 3 && XP) {
         if ((c.cfg.mlb == 1 || (c.cfg.mlb >= 2 && MR <= 4)) && c.cfg.ring && dl_ring_ok() &&
             dl_gv_scale_shared(c.w[0], c.silu ? R / 2 : R)) {
             const size_t smem = (size_t)2 * R * c.cfg.wpb * DL_WARP * sizeof(uint4);
@@ -1471,7 +1442,7 @@ static void gv_go_k(const gv_call &c) {
     if constexpr ((DT == DT_F8E4M3 || DT == DT_F8E5M2) && MR <= 4) {
         if (c.cfg.ring && dl_ring_ok() && dl_gv_scale_shared(c.w[0], c.silu ? R / 2 : R)) {
             /* S stages of R chunks per thread: 48 KiB at most (S = 3, R = 4, wpb = 8), the default limit */
-            const int S = CV != DL_FP8_HF && c.cfg.ring == 2 ? 3 : 2; /* (hf: two stages only) */
+            const int S = c.cfg.ring == 2 ? 3 : 2;
             const size_t smem = (size_t)S * R * c.cfg.wpb * DL_WARP * sizeof(uint4);
             g_ring_n++;
             dl_gemv_l2ef_note(S == 2 && j.l2ef); /* (dl_k_gemv_fa: two stages only) */
@@ -1479,18 +1450,16 @@ static void gv_go_k(const gv_call &c) {
              * a small kernel: it lets that one launch after its K loop (the
              * faster order between back-to-back GEMVs, see dl_k_gemv_fa) */
             const int late = j.late || (c.silu && !dl_silu_early());
-            if constexpr (CV != DL_FP8_HF) {
-                if (S == 3) {
-                    /* 48 KiB of ring plus the epilogue's static array pass the default per-block limit */
-                    static bool big = false;
-                    if (!big) {
-                        (void)cudaFuncSetAttribute((const void *)dl_k_gemv_fa<DT, MR, R, CV, 3, XP>,
-                                                   cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024);
-                        big = true;
-                    }
-                    return dl_launch(dl_k_gemv_fa<DT, MR, R, CV, 3, XP>, grid, c.cfg.wpb * DL_WARP, smem, c.st, c.x,
-                                     j, late, dl_ring_spre());
+            if (S == 3) {
+                /* 48 KiB of ring plus the epilogue's static array pass the default per-block limit */
+                static bool big = false;
+                if (!big) {
+                    (void)cudaFuncSetAttribute((const void *)dl_k_gemv_fa<DT, MR, R, CV, 3, XP>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024);
+                    big = true;
                 }
+                return dl_launch(dl_k_gemv_fa<DT, MR, R, CV, 3, XP>, grid, c.cfg.wpb * DL_WARP, smem, c.st, c.x, j, late,
+                                 dl_ring_spre());
             }
             if constexpr (MR == 1) {
                 if (c.cfg.xpf && g_rpf_allow) {
@@ -1507,9 +1476,8 @@ static void gv_go_k(const gv_call &c) {
         }
     }
 #endif
-    /* (dl_k_gemv_fp reads x as it is, and has no hf form) */
-    if constexpr (MR <= GV_LOOP_MAXM && !XP && CV != DL_FP8_HF) {
-        if (c.loop) {
+    if constexpr (MR <= GV_LOOP_MAXM && !XP) { /* (dl_k_gemv_fp reads x as it is) */
+        if (c.loop && CV != DL_FP8_HF) { /* (dl_k_gemv_fp has no fp16 chunk form) */
             /* int8 weight-only: the conversion-free widening (dl_gv<DT_I8, 1>) */
             constexpr int CVP = DT == DT_I8 ? 1 : CV;
             return dl_launch(dl_k_gemv_fp<DT, MR, R, U, CVP, NA>, grid, c.cfg.wpb * DL_WARP, 0, c.st, c.x, j);
@@ -1569,11 +1537,8 @@ static bool gv_reads_xt(const gv_call &c) { return c.xt && gv_xp_fits(c.w[0].k, 
 template <int DT, int MR, int R, int U, int CV, int NA>
 static void gv_go(const gv_call &c) {
     if constexpr (CV == DL_FP8_FOLD) g_fold_n++;
-    constexpr int VEC = dl_wt<DT>::VEC;
-    if constexpr (CV == DL_FP8_HF && MR > 2) { /* hf at M >= 3 is built for x permuted only (the default) */
-        if (!gv_reads_xp(c, VEC, NA)) return gv_go<DT, MR, R, U, DL_FP8_FOLD, NA>(c);
-    }
     if constexpr (CV == DL_FP8_HF) g_hf_n++;
+    constexpr int VEC = dl_wt<DT>::VEC;
     if constexpr (MR > 2 && MR > GV_LOOP_MAXM && NA == 1 && VEC >= 16) {
         const int64_t K = c.w[0].k;
         if (gv_reads_xp(c, VEC, NA)) {
@@ -1593,7 +1558,7 @@ static void gv_go(const gv_call &c) {
             return gv_go_k<DT, MR, R, U, CV, NA, true>(p);
         }
     }
-    if constexpr (!(CV == DL_FP8_HF && MR > 2)) gv_go_k<DT, MR, R, U, CV, NA, false>(c); /* (hf: returned above) */
+    gv_go_k<DT, MR, R, U, CV, NA, false>(c);
 }
 
 /* Knob -> template. Instantiated: every format with U = 2 and NA = 0/1 at
@@ -1609,11 +1574,10 @@ static void gv_go(const gv_call &c) {
 template <int DT, int MR, int R, int U, int NA>
 static void gv_cv(const gv_call &c) {
     if constexpr (DT == DT_F8E4M3) {
-        /* the fp16 chunk products (opt-in): built for the default launch
-         * shapes only (na = 1, 2 vectors; 4 rows per warp at M = 1, 2 or 4
-         * above); other shapes run fold (gk_gemv_hf_launches counts where
-         * it ran) */
-        if constexpr (NA == 1 && U == 2 && (MR == 1 ? R == 4 : (R == 2 || R == 4))) {
+        /* the fp16 chunk products (opt-in): built for the default M = 1
+         * launch shape only (4 rows per warp, 2 vectors, na = 1); other
+         * shapes run fold (gk_gemv_hf_launches counts where it ran) */
+        if constexpr (MR == 1 && NA == 1 && R == 4 && U == 2) {
             if (c.cfg.fp8 == DL_FP8_HF && g_hf_allow) return gv_go<DT, MR, R, U, DL_FP8_HF, NA>(c);
         }
         if constexpr (MR <= 2 || NA == 1) {
