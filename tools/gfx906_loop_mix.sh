@@ -30,7 +30,8 @@ for re in "$@"; do
     function want(name) { return name ~ re }
     function done(name,   b, i, lo, hi, best, bl, bh, c, x, nin) {
       best = -1
-      for (b = 1; b <= nb; b++) { /* innermost: no other loop strictly inside; the longest such */
+      # innermost: no other loop strictly inside; the longest such
+      for (b = 1; b <= nb; b++) {
         lo = bt[b]; hi = bf[b]; nin = 0
         for (x = 1; x <= nb; x++) if (x != b && bt[x] >= lo && bf[x] <= hi && (bt[x] > lo || bf[x] < hi)) nin++
         if (nin) continue

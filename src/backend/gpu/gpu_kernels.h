@@ -100,6 +100,7 @@ void gk_gemv_fold_allow(int on);
  * (knob fp8=hf, opt-in; ~1e-3 relative, not bitwise), and their gate. */
 unsigned long long gk_gemv_hf_launches(void);
 void gk_gemv_hf_allow(int on);
+int gk_gemv_hf_built(void); /* 1 on CUDA; 0 on HIP, where fp8=hf runs fold */
 /* The two-stage fp8 ring at M = 1 with chunk c + 1's activations and
  * scales loaded during chunk c (gpu_tune.h xpf=1, opt-in): launches
  * made so far (the cuda.gemv_ring_xpf dispatch counter), and its gate (off:

@@ -16,8 +16,8 @@
  *                    into x where that saves multiplies (M = 1, 4 rows),
  *                    else h2; h2x is exact for |x| < 2^120, fold only for
  *                    2^-109 <= |x| < 2^120 or 0, see docs/gpu_backend.md;
- *                    hf: e4m3 at M = 1 with 4 rows per warp (the default
- *                    shape; elsewhere fold), fold's codes times the
+ *                    hf (CUDA; HIP runs fold): e4m3 at M = 1 with 4 rows
+ *                    per warp (the default shape; elsewhere fold), fold's codes times the
  *                    activations rounded to fp16 by packed fp16 FMAs
  *                    within each 16-code chunk, chunks summed in fp32:
  *                    NOT bitwise, ~1e-3 relative, inf where a chunk's

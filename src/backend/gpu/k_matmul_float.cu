@@ -1122,6 +1122,15 @@ static unsigned long long g_fold_n = 0;
 static int g_fold_allow = 1;
 extern "C" unsigned long long gk_gemv_fold_launches(void) { return g_fold_n; }
 extern "C" void gk_gemv_fold_allow(int on) { g_fold_allow = on != 0; }
+/* fp8=hf is built for CUDA only: on gfx906 its M = 1 register loop came
+ * out at 733 VALU instructions per trip against fold's 469
+ * (tools/gfx906_loop_mix.sh, 2026-12-06), so HIP runs fold. */
+#if defined(DOTLM_HIP) || defined(__HIPCC__)
+#define DL_HF_BUILT 0
+#else
+#define DL_HF_BUILT 1
+#endif
+extern "C" int gk_gemv_hf_built(void) { return DL_HF_BUILT; }
 /* Launches with the fp16 chunk products (knob fp8=hf, opt-in, M = 1), and
  * their gate (gk_gemv_hf_allow): off, fp8=hf runs fold. */
 static unsigned long long g_hf_n = 0;
@@ -1574,10 +1583,10 @@ static void gv_go(const gv_call &c) {
 template <int DT, int MR, int R, int U, int NA>
 static void gv_cv(const gv_call &c) {
     if constexpr (DT == DT_F8E4M3) {
-        /* the fp16 chunk products (opt-in): built for the default M = 1
-         * launch shape only (4 rows per warp, 2 vectors, na = 1); other
-         * shapes run fold (gk_gemv_hf_launches counts where it ran) */
-        if constexpr (MR == 1 && NA == 1 && R == 4 && U == 2) {
+        /* the fp16 chunk products (opt-in; CUDA): built for the default
+         * M = 1 launch shape only (4 rows per warp, 2 vectors, na = 1);
+         * other shapes run fold (gk_gemv_hf_launches counts where it ran) */
+        if constexpr (DL_HF_BUILT && MR == 1 && NA == 1 && R == 4 && U == 2) {
             if (c.cfg.fp8 == DL_FP8_HF && g_hf_allow) return gv_go<DT, MR, R, U, DL_FP8_HF, NA>(c);
         }
         if constexpr (MR <= 2 || NA == 1) {
