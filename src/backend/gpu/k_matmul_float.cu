@@ -439,10 +439,12 @@ static __device__ __forceinline__ void dl_gv_chunk_in(const float *__restrict__ 
     dl_gv_chunk_scales<DT, CV, R>(kk, srow, magic, s);
     dl_gv_xload<DT, CV>(dl_gv_xat<DT, XP>(x, kk), xv, XP ? DL_WARP : 1);
 }
-/* DL_FP8_HF: the chunk's 16 activations as 8 fp16 pairs (RNE). */
-static __device__ __forceinline__ void dl_gv_hf_x(const float (&xv)[16], __half2 (&xh)[8]) {
+/* DL_FP8_HF: the chunk's N (16) activations as N / 2 fp16 pairs (RNE).
+ * (A template: HIP builds never instantiate it, see DL_HF_BUILT.) */
+template <int N>
+static __device__ __forceinline__ void dl_gv_hf_x(const float (&xv)[N], __half2 (&xh)[N / 2]) {
 #pragma unroll
-    for (int i = 0; i < 8; i++) xh[i] = __floats2half2_rn(xv[2 * i], xv[2 * i + 1]);
+    for (int i = 0; i < N / 2; i++) xh[i] = __floats2half2_rn(xv[2 * i], xv[2 * i + 1]);
 }
 /* DL_FP8_HF: each row's chunk (16 e4m3 codes in raw[r]) against xh: codes
  * to fp16 pairs of value * 2^-8 (as dl_e4m3x4_h2<0>), one HMUL2 and seven
