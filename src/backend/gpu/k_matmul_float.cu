@@ -184,13 +184,9 @@ template <> struct dl_gv<DT_F8E4M3, DL_FP8_FOLD> {
         dl_e4m3x4_h2<0>(r.z, f + 8); dl_e4m3x4_h2<0>(r.w, f + 12);
     }
 };
-template <> struct dl_gv<DT_F8E4M3, DL_FP8_HF> {
-    static const bool FOLD = true, XS = false; /* the chunk math is dl_gv_hf_rows; cvt16 (fold) is never dispatched */
-    static __device__ __forceinline__ void cvt16(uint4 r, float *f) {
-        dl_e4m3x4_h2<0>(r.x, f); dl_e4m3x4_h2<0>(r.y, f + 4);
-        dl_e4m3x4_h2<0>(r.z, f + 8); dl_e4m3x4_h2<0>(r.w, f + 12);
-    }
-};
+/* hf takes fold's scale (FOLD: the 2^8 in the chunk scale); its chunk
+ * math is dl_gv_hf_rows, never cvt16 */
+template <> struct dl_gv<DT_F8E4M3, DL_FP8_HF> : dl_gv<DT_F8E4M3, DL_FP8_FOLD> {};
 template <> struct dl_gv<DT_F8E4M3, DL_FP8_H2X> {
     static const bool FOLD = false, XS = true; /* f = value * 2^-8; x * 2^8 as it is loaded */
     static __device__ __forceinline__ void cvt16(uint4 r, float *f) {
@@ -1487,8 +1483,9 @@ static void gv_go_k(const gv_call &c) {
         }
     }
 #endif
-    if constexpr (MR <= GV_LOOP_MAXM && !XP) { /* (dl_k_gemv_fp reads x as it is) */
-        if (c.loop && CV != DL_FP8_HF) { /* (dl_k_gemv_fp has no fp16 chunk form) */
+    /* (dl_k_gemv_fp reads x as it is, and has no hf form: not built for it) */
+    if constexpr (MR <= GV_LOOP_MAXM && !XP && CV != DL_FP8_HF) {
+        if (c.loop) {
             /* int8 weight-only: the conversion-free widening (dl_gv<DT_I8, 1>) */
             constexpr int CVP = DT == DT_I8 ? 1 : CV;
             return dl_launch(dl_k_gemv_fp<DT, MR, R, U, CVP, NA>, grid, c.cfg.wpb * DL_WARP, 0, c.st, c.x, j);
