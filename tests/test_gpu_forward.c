@@ -338,6 +338,73 @@ static void silu_actq(dl_backend *gpu, uint64_t *rs) {
     }
 }
 
+/* DOTLM_GPU_SMS (CUDA green contexts, a measuring aid): malformed or
+ * impossible values are refused with a message naming the variable; a
+ * partition of 16 SMs reports its count and decodes the fp8 and int8
+ * fixtures to the same logits, bitwise, as the whole device (the kernels
+ * and their reduction orders do not depend on the SM count at M <= 2).
+ * Runs last: the partition's context stays current for the process. */
+static void sm_partition(uint64_t *rs) {
+#if defined(DOTLM_CUDA)
+    const char *bad[] = {"x12", "0", "-4", "16x", "99999"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        setenv("DOTLM_GPU_SMS", bad[i], 1);
+        dl_backend *b = be_create(GN, 0);
+        CHECKF(b == NULL && strstr(dl_errmsg(), "DOTLM_GPU_SMS"), "DOTLM_GPU_SMS=%s accepted or unclear: %s", bad[i],
+               b ? "(created)" : dl_errmsg());
+        if (b) be_destroy(b);
+    }
+    unsetenv("DOTLM_GPU_SMS");
+    const char *dirs[] = {"fixtures/qwen3_fp8_block", "fixtures/qwen3_int8"};
+    float *ref[2] = {NULL, NULL};
+    size_t nref[2] = {0, 0};
+    uint64_t seed = tu_rand_u64(rs);
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) setenv("DOTLM_GPU_SMS", "16", 1);
+        dl_backend *b = be_create(GN, 0);
+        if (!b && pass && strstr(dl_errmsg(), "green contexts")) {
+            printf("SKIP DOTLM_GPU_SMS: %s\n", dl_errmsg());
+            break;
+        }
+        CHECKF(b != NULL, "DOTLM_GPU_SMS pass %d: %s", pass, dl_errmsg());
+        if (!b) break;
+        if (pass) {
+            const int n = gpurt_sm_count();
+            CHECKF(n >= 16 && n < 32, "DOTLM_GPU_SMS=16 gave a partition of %d SMs", n);
+            printf("DOTLM_GPU_SMS=16: %d SMs\n", n);
+        }
+        for (int d = 0; d < 2; d++) {
+            model_opts mo = {.quiet = 1};
+            dl_model *m = model_load(dirs[d], b, &mo);
+            CHECKF(m != NULL, "%s: %s", dirs[d], dl_errmsg());
+            if (!m) continue;
+            uint64_t r2 = seed;
+            int32_t toks[400];
+            for (int j = 0; j < 400; j++) toks[j] = (int32_t)(tu_rand_u64(&r2) % (uint64_t)m->cfg.vocab);
+            const size_t cap = (size_t)(2 + 3 * STEPS) * model_vocab(m);
+            float *o = malloc(cap * 4);
+            size_t n = 0;
+            kreg_reset_switches();
+            CHECKF(o && run_all(m, toks, o, &n) == 0, "%s (SM pass %d): %s", dirs[d], pass, dl_errmsg());
+            if (!pass) {
+                ref[d] = o, nref[d] = n;
+            } else {
+                CHECKF(n == nref[d] && ref[d] && memcmp(o, ref[d], n * model_vocab(m) * 4) == 0,
+                       "%s: logits on 16 SMs != on the whole device (bitwise)", dirs[d]);
+                free(o);
+            }
+            model_free(m);
+        }
+        be_destroy(b);
+    }
+    unsetenv("DOTLM_GPU_SMS");
+    free(ref[0]);
+    free(ref[1]);
+#else
+    (void)rs;
+#endif
+}
+
 int main(void) {
     setenv("DOTLM_GPU_ATTN_CL", "1", 1); /* opt in to the cluster merge (the unfused run switches it off) */
     setenv("DOTLM_GPU_GEMV_TWIN", "1", 1); /* and to the M = 1 activation twins */
@@ -389,5 +456,6 @@ int main(void) {
     unsetenv("DOTLM_GPU_ATTN_QK");
     unsetenv("DOTLM_GPU_ATTN_WARM");
     if (gpu) be_destroy(gpu);
+    sm_partition(&rs);
     return TEST_END();
 }

@@ -106,7 +106,7 @@ dv_decode() {
     [ $# -gt 0 ] || set -- --prompt-len 512 --gen 64
     log=$L/dec_$f.$(date +%s%N).log
     timeout 90 "$B/dotlm" bench --model "/dev/shm/m_$f" --backend cuda "$@" >"$log" 2>&1
-    echo "decode $f ${DOTLM_GEMV:+DOTLM_GEMV=$DOTLM_GEMV }${DOTLM_GPU_DIAG_SKIP:+skip=$DOTLM_GPU_DIAG_SKIP }${DOTLM_GPU_ATTN_ROW:+row=$DOTLM_GPU_ATTN_ROW }$*: $(grep -hE '^decode' "$log" | tail -1)"
+    echo "decode $f ${DOTLM_GPU_SMS:+sms=$DOTLM_GPU_SMS }${DOTLM_GEMV:+DOTLM_GEMV=$DOTLM_GEMV }${DOTLM_GPU_DIAG_SKIP:+skip=$DOTLM_GPU_DIAG_SKIP }${DOTLM_GPU_ATTN_ROW:+row=$DOTLM_GPU_ATTN_ROW }$*: $(grep -hE '^decode' "$log" | tail -1)"
 }
 
 # dv_decode_rounds LABEL N MODEL...: N interleaved rounds of dv_decode on each

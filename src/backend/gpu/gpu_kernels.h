@@ -34,6 +34,9 @@ void gpurt_mem_info(size_t *free_b, size_t *total_b);
 int gpurt_host_alloc(void **p, size_t bytes); /* pinned */
 void gpurt_host_free(void *p);
 int gpurt_stream_create(void **s);
+/* SMs the backend's kernels may use (DOTLM_GPU_SMS or the device's; 0 if
+ * unknown). */
+int gpurt_sm_count(void);
 void gpurt_stream_destroy(void *s);
 int gpurt_h2d_async(void *dst, const void *src, size_t bytes, void *s);
 int gpurt_d2h_async(void *dst, const void *src, size_t bytes, void *s);

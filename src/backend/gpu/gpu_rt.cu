@@ -2,10 +2,14 @@
  * C side never includes vendor headers. Each wrapper records one line
  * describing a failure in a thread-local buffer (gpurt_errstr()). */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "hip_compat.h"
 #include "gpu_kernels.h"
 #include "gpu_common.cuh"
+#if DL_WARP == 32 && !defined(__HIPCC__)
+#include <cuda.h>
+#endif
 
 static thread_local char g_err[320];
 
@@ -95,8 +99,111 @@ extern "C" void gpurt_host_free(void *p) {
     if (p) (void)cudaFreeHost(p);
 }
 
+/* The SMs the backend's stream may use: the device's count, or the green
+ * context's under DOTLM_GPU_SMS (0 until gpurt_stream_create ran). */
+static int g_sms = 0;
+
+extern "C" int gpurt_sm_count(void) {
+    if (g_sms > 0) return g_sms;
+    int dev = 0, v = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || v <= 0) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return g_sms = v;
+}
+
+#if DL_WARP == 32 && !defined(__HIPCC__)
+/* Looks up driver entry point `name` (CUDA >= 12.4, through the runtime,
+ * so nothing links libcuda); NULL if the driver lacks it. */
+static void *drv_fn(const char *name) {
+    void *fn = nullptr;
+    cudaDriverEntryPointQueryResult q;
+    if (cudaGetDriverEntryPointByVersion(name, &fn, 12040, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+        (void)cudaGetLastError();
+        return nullptr;
+    }
+    return fn;
+}
+
+/* DOTLM_GPU_SMS=N (a measuring aid): makes a green context of at least N
+ * of the current device's SMs (the driver rounds up to its partition
+ * granularity, 8 on Hopper), makes it current for the calling thread and
+ * creates *st in it, so that every kernel of the backend runs on those SMs
+ * only; g_sms becomes the partition's count. An H100 (3.0 TB/s, 132 SMs)
+ * limited to 96 SMs has an H200's bytes per second per SM (4.2 TB/s on
+ * 132). 0 = ok, -1 = error (g_err says why). */
+static int green_stream(int want, cudaStream_t *st) {
+    auto get_dev = (decltype(&cuDeviceGet))drv_fn("cuDeviceGet");
+    auto get_res = (decltype(&cuDeviceGetDevResource))drv_fn("cuDeviceGetDevResource");
+    auto split = (decltype(&cuDevSmResourceSplitByCount))drv_fn("cuDevSmResourceSplitByCount");
+    auto gen = (decltype(&cuDevResourceGenerateDesc))drv_fn("cuDevResourceGenerateDesc");
+    auto create = (decltype(&cuGreenCtxCreate))drv_fn("cuGreenCtxCreate");
+    auto to_ctx = (decltype(&cuCtxFromGreenCtx))drv_fn("cuCtxFromGreenCtx");
+    auto set_cur = (decltype(&cuCtxSetCurrent))drv_fn("cuCtxSetCurrent");
+    auto mk_stream = (decltype(&cuGreenCtxStreamCreate))drv_fn("cuGreenCtxStreamCreate");
+    if (!get_dev || !get_res || !split || !gen || !create || !to_ctx || !set_cur || !mk_stream) {
+        snprintf(g_err, sizeof g_err, "DOTLM_GPU_SMS needs green contexts (CUDA driver 12.4 or later); unset it");
+        return -1;
+    }
+    int ord = 0;
+    RT(cudaGetDevice(&ord), "get device");
+    RT(cudaFree(nullptr), "primary context init");
+    CUdevice dev;
+    CUdevResource all, part[1];
+    CUdevResourceDesc desc;
+    CUgreenCtx gc;
+    CUcontext ctx;
+    CUstream s;
+    unsigned groups = 1;
+    if (get_dev(&dev, ord) != CUDA_SUCCESS || get_res(dev, &all, CU_DEV_RESOURCE_TYPE_SM) != CUDA_SUCCESS) {
+        snprintf(g_err, sizeof g_err, "DOTLM_GPU_SMS: the driver did not report the device's SMs");
+        return -1;
+    }
+    if (want > (int)all.sm.smCount) {
+        snprintf(g_err, sizeof g_err, "DOTLM_GPU_SMS=%d but the device has %u SMs", want, all.sm.smCount);
+        return -1;
+    }
+    if (split(part, &groups, &all, nullptr, 0, (unsigned)want) != CUDA_SUCCESS || groups != 1 ||
+        gen(&desc, part, 1) != CUDA_SUCCESS || create(&gc, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM) != CUDA_SUCCESS ||
+        to_ctx(&ctx, gc) != CUDA_SUCCESS || set_cur(ctx) != CUDA_SUCCESS ||
+        mk_stream(&s, gc, CU_STREAM_NON_BLOCKING, 0) != CUDA_SUCCESS) {
+        snprintf(g_err, sizeof g_err,
+                 "DOTLM_GPU_SMS=%d: the driver refused a green context of that many SMs (minimum %u, in steps of "
+                 "%u)", want, all.sm.minSmPartitionSize, all.sm.smCoscheduledAlignment);
+        return -1;
+    }
+    g_sms = (int)part[0].sm.smCount;
+    *st = (cudaStream_t)s;
+    fprintf(stderr, "dotlm: DOTLM_GPU_SMS=%d: the backend's kernels run on %d of the device's %u SMs\n", want, g_sms,
+            all.sm.smCount);
+    return 0;
+}
+#endif
+
+/* Creates the backend's stream (non-blocking). With DOTLM_GPU_SMS=N set,
+ * the stream lives in a green context of N SMs (CUDA only). */
 extern "C" int gpurt_stream_create(void **s) {
     cudaStream_t st;
+    const char *e = getenv("DOTLM_GPU_SMS");
+    if (e && *e) {
+        char *end = nullptr;
+        const long want = strtol(e, &end, 10);
+        if (*end || want <= 0 || want > 100000) {
+            snprintf(g_err, sizeof g_err, "DOTLM_GPU_SMS=%s: give a number of SMs, e.g. 96", e);
+            return -1;
+        }
+#if DL_WARP == 32 && !defined(__HIPCC__)
+        if (green_stream((int)want, &st)) return -1;
+        *s = (void *)st;
+        return 0;
+#else
+        snprintf(g_err, sizeof g_err, "DOTLM_GPU_SMS is a CUDA-only measuring aid (green contexts); unset it");
+        return -1;
+#endif
+    }
     RT(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream create");
     *s = (void *)st;
     return 0;

@@ -1029,25 +1029,11 @@ extern "C" int gk_attn_gb_get(void) { return g_da_gbmax; }
 static unsigned long long g_da_narrow_n; /* launches with gb < gfull */
 extern "C" unsigned long long gk_attn_narrow_launches(void) { return g_da_narrow_n; }
 
-/* Multiprocessors of the current device (queried once; 80 if the query
- * fails: only the heads-per-block rule uses it). */
+/* Multiprocessors the backend's kernels may use (gpurt_sm_count; 80 if
+ * unknown: only the heads-per-block rule uses it). */
 static int da_sms(void) {
-    static int sms = 0;
-    if (!sms) {
-        int dev = 0, v = 0;
-        (void)cudaGetDevice(&dev);
-#if DL_WARP == 64
-        if (hipDeviceGetAttribute(&v, hipDeviceAttributeMultiprocessorCount, dev) != hipSuccess) v = 0;
-#else
-        if (cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) v = 0;
-#endif
-        if (v <= 0) {
-            (void)cudaGetLastError();
-            v = 80;
-        }
-        sms = v;
-    }
-    return sms;
+    const int v = gpurt_sm_count();
+    return v > 0 ? v : 80;
 }
 
 static int da_pick(const gk_attn *a, da_cfg *c, bool rule = true) {

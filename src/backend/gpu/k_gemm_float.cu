@@ -473,10 +473,8 @@ static gk2_kern gk2_kernel_dt(int dt, int c, bool blk) {
 }
 
 #if DL_WARP == 64
-#define GK2_SMS(v, d) hipDeviceGetAttribute(v, hipDeviceAttributeMultiprocessorCount, d)
 #define GK2_OCC(n, k, t, s) hipOccupancyMaxActiveBlocksPerMultiprocessor(n, (const void *)(k), t, s)
 #else
-#define GK2_SMS(v, d) cudaDeviceGetAttribute(v, cudaDevAttrMultiProcessorCount, d)
 #define GK2_ATTR(v, a, d) cudaDeviceGetAttribute(v, cudaDevAttr##a, d)
 #define GK2_OCC(n, k, t, s) cudaOccupancyMaxActiveBlocksPerMultiprocessor(n, k, t, s)
 #endif
@@ -485,9 +483,8 @@ static gk2_kern gk2_kernel_dt(int dt, int c, bool blk) {
  * query leaves the configuration unusable (occ 0); with none usable the
  * v1 kernel runs. */
 static void gk2_dev_init(gk2_dev *d, int dev, int dt) {
-    int v = 0;
-    d->sms = GK2_SMS(&v, dev) == cudaSuccess && v > 0 ? v : 0;
-    if (!d->sms) (void)cudaGetLastError();
+    (void)dev; /* only CUDA queries the shared-memory limits */
+    d->sms = gpurt_sm_count();
     for (int c = 0; c < GK2_NCFG; c++) {
         const gk2_cfg &g = GK2_CFG[c];
         const gk2_kern k = gk2_kernel_dt(dt, c, false), kb = gk2_kernel_dt(dt, c, true);

@@ -1646,15 +1646,8 @@ static int gv_rows_batch(const gv_call &c, int M, int vec) {
     int64_t rows = 0; /* every weight's (a gate/up pair: count 2, gate and up alike) */
     for (int i = 0; i < c.count; i++) rows += c.w[i].n;
     if (M <= 4) {
-        static int nsm = 0;
-        if (!nsm) {
-            int dev = 0, v = 0;
-            if (cudaGetDevice(&dev) == cudaSuccess &&
-                cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess && v > 0)
-                nsm = v;
-            else
-                nsm = 132;
-        }
+        int nsm = gpurt_sm_count();
+        if (nsm <= 0) nsm = 132;
         return rows * gv_ks(c.w[0], vec) >= 128 * (int64_t)nsm ? 4 : 2;
     }
     return (int64_t)M * c.w[0].k * (int64_t)sizeof(float) <= 192 * 1024 ? 2 : 4;
