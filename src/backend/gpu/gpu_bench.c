@@ -753,7 +753,8 @@ int main(int argc, char **argv) {
 
     printf("\n== peaks (measured) ==\n");
     printf("copy D2D (read+write)  %8.1f GB/s\n", copy_bw / 1e9);
-    printf("SMs in use             %8d%s\n", gpurt_sm_count(), getenv("DOTLM_GPU_SMS") ? " (DOTLM_GPU_SMS)" : "");
+    printf("SMs in use             %8d%s\n", gpurt_sm_count(),
+           getenv("DOTLM_GPU_SMS") && *getenv("DOTLM_GPU_SMS") ? " (DOTLM_GPU_SMS)" : "");
     printf("fp32 FMA               %8.1f TFLOP/s\n", pk_f32 / 1e12);
     printf("fp16 packed (hfma2/dot2) %6.1f TFLOP/s\n", pk_h2 / 1e12);
     printf("int8 dp4a              %8.1f TOP/s\n", pk_dp4a / 1e12);

@@ -115,14 +115,19 @@ extern "C" int gpurt_sm_count(void) {
 }
 
 #if DL_WARP == 32 && !defined(__HIPCC__)
-/* Looks up driver entry point `name` (CUDA >= 12.4, through the runtime,
- * so nothing links libcuda); NULL if the driver lacks it. */
+/* The first driver entry point drv_fn could not find (for the message). */
+static const char *g_drv_missing = nullptr;
+
+/* Looks up driver entry point `name` in its CUDA 12.5 form (green context
+ * streams came in 12.5), through the runtime so that nothing links
+ * libcuda; NULL if the driver lacks it. */
 static void *drv_fn(const char *name) {
     void *fn = nullptr;
     cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion(name, &fn, 12040, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess) {
+    if (cudaGetDriverEntryPointByVersion(name, &fn, 12050, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess || !fn) {
         (void)cudaGetLastError();
+        if (!g_drv_missing) g_drv_missing = name;
         return nullptr;
     }
     return fn;
@@ -145,7 +150,9 @@ static int green_stream(int want, cudaStream_t *st) {
     auto set_cur = (decltype(&cuCtxSetCurrent))drv_fn("cuCtxSetCurrent");
     auto mk_stream = (decltype(&cuGreenCtxStreamCreate))drv_fn("cuGreenCtxStreamCreate");
     if (!get_dev || !get_res || !split || !gen || !create || !to_ctx || !set_cur || !mk_stream) {
-        snprintf(g_err, sizeof g_err, "DOTLM_GPU_SMS needs green contexts (CUDA driver 12.4 or later); unset it");
+        snprintf(g_err, sizeof g_err,
+                 "DOTLM_GPU_SMS needs green contexts (CUDA driver 12.5 or later; this driver lacks %s); unset it",
+                 g_drv_missing ? g_drv_missing : "?");
         return -1;
     }
     int ord = 0;
