@@ -8,8 +8,10 @@
  * variants existed: fp8=f32,u=2,na=0,wpb=4,r1=0,rm=0,i8u=2,i8na=0,i8wpb=4,
  * i8r1=0,i8rm=0,loop=0,ring=0,i8ring=0,i8ks=1,xp=0,mlb=0,xpf=0,i8xp=0; "default" is fp8=fold,u=0,
  * na=1,wpb=4,r1=0,rm=0,i8u=0,i8na=1,i8wpb=4,i8r1=2,i8rm=0,loop=0,ring=1,
- * i8ring=0,i8ks=1,xp=1,mlb=3,xpf=2,i8xp=0: fastest measured
- * end to end, see the comment at cfg_default). Keys:
+ * i8ring=0,i8ks=1,xp=1,mlb=3,xpf=2, and i8xp by device: 1 where the
+ * memory bandwidth per SM the device's specification gives is >= 32 GB/s
+ * (an H200, or an H100 under DOTLM_GPU_SMS=96), else 0 (an H100, gfx906):
+ * fastest measured end to end, see the comments at cfg_default). Keys:
  *   fp8=f32|f32s|h2|h2x|fold|hf  fp8 widening (f32 = the original; f32s:
  *                    e4m3 at M <= 2 only; fold: e4m3 at M <= 2, and above
  *                    with na=1; h2x: e4m3, the 2^8 of h2 moved
@@ -74,12 +76,13 @@
  *                    docs/gpu_backend.md); the backend's
  *                    cuda.gemv_ring_xpf gates 1 and 2
  *   i8xp=0|1|2       the W8A8 register GEMV at M = 1 (i8ring=0): 0 (the
- *                    default) loads each 16-byte chunk's activation codes
+ *                    default below 32 GB/s per SM) loads each 16-byte chunk's activation codes
  *                    as its dp4a use them; 1 loads them with the group's
  *                    weights, one group ahead (a second register set: 78
  *                    registers at 2 rows x 2 vectors instead of 64; the
- *                    GEMV alone 6-15 points faster, int8 decode 1-4%
- *                    slower, docs/gpu_backend.md); 2 as 1 for weights
+ *                    GEMV alone 6-15 points faster; int8 decode 4% slower
+ *                    on an H100, within +-1% on an H200, where it is the
+ *                    default, docs/gpu_backend.md); 2 as 1 for weights
  *                    with k > 4096 only; the backend's cuda.int8_gemv_xp
  *                    gates 1 and 2
  * Not thread-safe: call between launches, from the thread that launches. */

@@ -1254,8 +1254,37 @@ static void cfg_v1(gv_knobs *k) { /* the kernels as they were before the variant
  * 65.6% of the copy bandwidth against 65.0 / 81.0 / 64.6%
  * (bench/h200-2026-12-05e/run4); H100: 280.8 / 277.6 / 280.6 against
  * 271.1 / 268.0 (run3). */
+/* The memory bandwidth per SM the current device's specification gives
+ * (2 x memory clock x bus width over the SMs the backend uses), GB/s; 0 if
+ * unknown, and on HIP (gfx906: ~17 GB/s per CU). H200 ~37, H100 SXM ~25. */
+static double dev_bw_per_sm() {
+#if DL_WARP == 32 && !defined(__HIPCC__)
+    int dev = 0, clk = 0, bus = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&clk, cudaDevAttrMemoryClockRate, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&bus, cudaDevAttrGlobalMemoryBusWidth, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0.0;
+    }
+    const int sms = gpurt_sm_count();
+    return sms > 0 && clk > 0 && bus > 0 ? 2.0 * clk * 1e3 * (bus / 8.0) / sms / 1e9 : 0.0;
+#else
+    return 0.0;
+#endif
+}
+
+/* i8xp by device (I8_XP_BWSM): the W8A8 M = 1 GEMV loads a group's codes
+ * one group ahead (i8xp=1) where the device gives each SM >= 32 GB/s of
+ * memory bandwidth, so more bytes must be in flight per SM. H200 (~37 GB/s
+ * per SM), 2026-12-06 (bench/h200-2026-12-06d run2 / run3 / run5): the
+ * GEMV alone 88.7 / 100.0 / 86.2% and 87.6 / 99.5 / 86.0% of the copy
+ * bandwidth against 73.1 / 91.4 / 76.7% and 74.2 / 91.9 / 76.7%; Qwen3-8B
+ * W8A8 decode at 512 324.2 / 323.2 tok/s against 323.2 / 321.9, 318.2
+ * against 318.9 over 1024 tokens (-1.2% in bench/h200-2026-12-05e/run2).
+ * H100 (~25 GB/s per SM): decode 4.1% slower with it, so 0 there. */
+#define I8_XP_BWSM 32.0
 static void cfg_default(gv_knobs *k) {
     k->c = dl_gemv_cfg{DL_FP8_FOLD, 0, 1, 4, 0, 0, 0, 1, 4, 2, 0, 1, 0, 1, 3, 2, 0};
+    k->c.i8xp = dev_bw_per_sm() >= I8_XP_BWSM ? 1 : 0;
     k->loop = 0;
     k->xp = 1;
 }
