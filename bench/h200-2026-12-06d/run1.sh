@@ -14,12 +14,7 @@ echo "gpu: $(nvidia-smi --query-gpu=name --format=csv,noheader)"
 timeout 200 $B/test_gpu_forward > $L/test_gpu_forward.log 2>&1
 echo "test_gpu_forward rc=$? $(tail -1 $L/test_gpu_forward.log)"
 grep -E "DOTLM_GPU_SMS|FAIL|failed:|SKIP" $L/test_gpu_forward.log | head -6
-for sms in all 112 96 88; do
-  v=$sms; [ $sms = all ] && v=
-  DOTLM_GPU_SMS=$v DOTLM_BENCH_TWIN=1 DOTLM_GEMV_MS=1 DOTLM_GEMV_VARIANTS="default;default,fp8=hf;default,i8xp=1" \
-    timeout 150 $B/dotlm_gpu_bench --no-sweep --quick > $L/gb_$sms.log 2>&1
-  echo "gpu_bench sms=$sms rc=$? $(grep -m1 'copy D2D' $L/gb_$sms.log | tr -s ' ') | $(grep -m1 'SMs in use' $L/gb_$sms.log | tr -s ' ')"
-done
+dv_gemv_sms "default;default,fp8=hf;default,i8xp=1" all 112 96 88
 dv_models_wait
 for r in 1 2; do
   for f in fp8-block int8 bf16; do

@@ -8,12 +8,7 @@
 dv_init
 echo "gpu: $(nvidia-smi --query-gpu=name --format=csv,noheader)"
 dv_models fp8-block
-for sms in all 120 104 96; do
-  v=$sms; [ $sms = all ] && v=
-  DOTLM_GPU_SMS=$v DOTLM_BENCH_TWIN=1 DOTLM_GEMV_MS=1 DOTLM_GEMV_VARIANTS="default;default,fp8=hf;default,r1=2;default,i8xp=1" \
-    timeout 150 $B/dotlm_gpu_bench --no-sweep --quick > $L/gb_$sms.log 2>&1
-  echo "gpu_bench sms=$sms rc=$? $(grep -m1 'copy D2D' $L/gb_$sms.log | tr -s ' ') | $(grep -m1 'SMs in use' $L/gb_$sms.log | tr -s ' ')"
-done
+dv_gemv_sms "default;default,fp8=hf;default,r1=2;default,i8xp=1" all 120 104 96
 dv_models_wait
 for r in 1 2; do
   dv_decode fp8-block

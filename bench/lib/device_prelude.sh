@@ -12,6 +12,7 @@
 #   dv_models_wait
 #   dv_decode int8 --prompt-len 512 --gen 64
 #   dv_decode_rounds "14b " 2 fp8-block_14b int8_14b   # 2 rounds at 512, then 4096
+#   dv_gemv_sms "default;default,fp8=hf" all 96   # M = 1 GEMVs on all / 96 SMs
 #   dv_finish                    # waits, tars $L into $OUT/logs.tgz
 #
 # Every function writes its full output under $L and echoes one summary line,
@@ -119,6 +120,23 @@ dv_decode_rounds() {
         for f in "$@"; do echo -n "$label"; dv_decode "$f"; done
     done
     for f in "$@"; do echo -n "$label"; dv_decode "$f" --prompt-len 4096 --gen 32; done
+}
+
+# dv_gemv_sms VARIANTS SMS...: dotlm_gpu_bench's M = 1 GEMVs (x's twin, the
+# ';'-separated GEMV specs VARIANTS) once per SM count ("all" or N, as
+# DOTLM_GPU_SMS=N), into $L/gb_<SMS>.log, one line each; then
+# `python3 bench/lib/sms_table.py $L` tables them.
+dv_gemv_sms() {
+    local vars=$1 sms v
+    shift
+    for sms in "$@"; do
+        v=$sms
+        [ "$sms" = all ] && v=
+        DOTLM_GPU_SMS=$v DOTLM_BENCH_TWIN=1 DOTLM_GEMV_MS=1 DOTLM_GEMV_VARIANTS="$vars" \
+            timeout 150 "$B/dotlm_gpu_bench" --no-sweep --quick >"$L/gb_$sms.log" 2>&1
+        echo "gpu_bench sms=$sms rc=$? $(grep -m1 'copy D2D' "$L/gb_$sms.log" | tr -s ' ') |" \
+            "$(grep -m1 'SMs in use' "$L/gb_$sms.log" | tr -s ' ')"
+    done
 }
 
 # GPU clocks and power sampled every 50 ms into $L/smi.csv until
