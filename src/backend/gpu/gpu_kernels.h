@@ -28,6 +28,10 @@ typedef struct {
 const char *gpurt_errstr(void);
 int gpurt_device_count(void);
 int gpurt_open(int dev, char *name, size_t name_len);
+/* Makes the backend's device (or DOTLM_GPU_SMS green context) current in
+ * the calling thread, once per thread; the wrappers that touch the device
+ * call it themselves. */
+int gpurt_bind(void);
 int gpurt_malloc(void **p, size_t bytes);
 void gpurt_free(void *p);
 void gpurt_mem_info(size_t *free_b, size_t *total_b);

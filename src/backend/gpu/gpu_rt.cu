@@ -1,6 +1,7 @@
 /* Runtime wrappers: the only place that calls the CUDA/HIP runtime, so the
  * C side never includes vendor headers. Each wrapper records one line
  * describing a failure in a thread-local buffer (gpurt_errstr()). */
+#include <atomic>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -25,6 +26,39 @@ static int fail(const char *what, cudaError_t e) {
     } while (0)
 
 extern "C" const char *gpurt_errstr(void) { return g_err; }
+
+/* Which device (and, under DOTLM_GPU_SMS, which green context) the backend
+ * runs on, so that a thread other than the one that created it (the
+ * server's scheduler) makes the same one current before its first call:
+ * every wrapper below that touches the device starts with BIND. A new
+ * gpurt_open or green context bumps g_bind_gen; each thread binds once
+ * per generation. */
+static int g_bind_dev = 0;
+static std::atomic<int> g_bind_gen{0};
+static thread_local int t_bind_gen = -1;
+static void *g_bind_ctx = nullptr;               /* CUcontext of the green context, or NULL */
+static int (*g_bind_set)(void *ctx) = nullptr;  /* cuCtxSetCurrent */
+
+extern "C" int gpurt_bind(void) {
+    const int gen = g_bind_gen.load(std::memory_order_acquire);
+    if (t_bind_gen == gen) return 0;
+    if (g_bind_ctx && g_bind_set) {
+        if (g_bind_set(g_bind_ctx) != 0) {
+            snprintf(g_err, sizeof g_err, "DOTLM_GPU_SMS: could not make the green context current in this thread");
+            return -1;
+        }
+    } else {
+        RT(cudaSetDevice(g_bind_dev), "set device");
+    }
+    t_bind_gen = gen;
+    return 0;
+}
+
+#define BIND()                          \
+    do {                                \
+        if (gpurt_bind()) return -1;    \
+    } while (0)
+#define BIND_VOID() (void)gpurt_bind()
 
 int dl_pdl_on = 0;
 unsigned long long dl_pdl_n = 0;
@@ -58,6 +92,9 @@ extern "C" int gpurt_device_count(void) {
 
 extern "C" int gpurt_open(int dev, char *name, size_t name_len) {
     RT(cudaSetDevice(dev), "set device");
+    g_bind_dev = dev;
+    g_bind_ctx = nullptr;
+    t_bind_gen = g_bind_gen.fetch_add(1, std::memory_order_acq_rel) + 1;
     cudaDeviceProp p;
     RT(cudaGetDeviceProperties(&p, dev), "device properties");
     snprintf(name, name_len, "%s", p.name);
@@ -71,6 +108,7 @@ extern "C" void gpurt_mem_info(size_t *free_b, size_t *total_b) {
 
 extern "C" int gpurt_malloc(void **p, size_t bytes) {
     *p = NULL;
+    BIND();
     cudaError_t e = cudaMalloc(p, bytes ? bytes : 16);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
@@ -87,15 +125,18 @@ extern "C" int gpurt_malloc(void **p, size_t bytes) {
 }
 
 extern "C" void gpurt_free(void *p) {
+    BIND_VOID();
     if (p) (void)cudaFree(p);
 }
 
 extern "C" int gpurt_host_alloc(void **p, size_t bytes) {
+    BIND();
     RT(cudaMallocHost(p, bytes ? bytes : 16), "pinned host allocation");
     return 0;
 }
 
 extern "C" void gpurt_host_free(void *p) {
+    BIND_VOID();
     if (p) (void)cudaFreeHost(p);
 }
 
@@ -184,6 +225,9 @@ static int green_stream(int want, cudaStream_t *st) {
     }
     g_sms = (int)part[0].sm.smCount;
     *st = (cudaStream_t)s;
+    g_bind_set = (int (*)(void *))set_cur;
+    g_bind_ctx = (void *)ctx;
+    t_bind_gen = g_bind_gen.fetch_add(1, std::memory_order_acq_rel) + 1;
     fprintf(stderr, "dotlm: DOTLM_GPU_SMS=%d: the backend's kernels run on %d of the device's %u SMs\n", want, g_sms,
             all.sm.smCount);
     return 0;
@@ -221,31 +265,37 @@ extern "C" void gpurt_stream_destroy(void *s) {
 }
 
 extern "C" int gpurt_h2d_async(void *dst, const void *src, size_t bytes, void *s) {
+    BIND();
     RT(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, (cudaStream_t)s), "copy to device");
     return 0;
 }
 
 extern "C" int gpurt_d2h_async(void *dst, const void *src, size_t bytes, void *s) {
+    BIND();
     RT(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, (cudaStream_t)s), "copy to host");
     return 0;
 }
 
 extern "C" int gpurt_d2d_async(void *dst, const void *src, size_t bytes, void *s) {
+    BIND();
     RT(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, (cudaStream_t)s), "device copy");
     return 0;
 }
 
 extern "C" int gpurt_memset_async(void *dst, int v, size_t bytes, void *s) {
+    BIND();
     RT(cudaMemsetAsync(dst, v, bytes, (cudaStream_t)s), "memset");
     return 0;
 }
 
 extern "C" int gpurt_h2d(void *dst, const void *src, size_t bytes) {
+    BIND();
     RT(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "upload");
     return 0;
 }
 
 extern "C" int gpurt_sync(void *s) {
+    BIND();
     RT(cudaGetLastError(), "kernel launch");
     RT(cudaStreamSynchronize((cudaStream_t)s), "stream synchronize");
     RT(cudaGetLastError(), "kernel execution");
@@ -280,6 +330,7 @@ extern "C" float gpurt_event_ms(void *a, void *b) {
 }
 
 extern "C" int gpurt_capture_begin(void *s) {
+    BIND();
     RT(cudaStreamBeginCapture((cudaStream_t)s, cudaStreamCaptureModeThreadLocal), "graph capture begin");
     return 0;
 }
@@ -305,6 +356,7 @@ extern "C" int gpurt_capture_end(void *s, void **exec) {
 }
 
 extern "C" int gpurt_graph_launch(void *exec, void *s) {
+    BIND();
     RT(cudaGraphLaunch((cudaGraphExec_t)exec, (cudaStream_t)s), "graph launch");
     return 0;
 }
