@@ -11,6 +11,7 @@
 
 #if defined(DOTLM_CUDA) || defined(DOTLM_HIP)
 #include "backend/gpu/gpu_kernels.h"
+#include "backend/gpu/gpu_tune.h"
 #endif
 #include "core/err.h"
 #include "core/kreg.h"
@@ -389,10 +390,22 @@ static void sm_partition(uint64_t *rs) {
         }
         CHECKF(b != NULL, "DOTLM_GPU_SMS pass %d: %s", pass, dl_errmsg());
         if (!b) break;
+        /* "default" picks i8xp by the bandwidth per SM in use: 16 SMs get
+         * about n / 16 times the whole device's */
+        static double bw_all = 0.0;
+        const double bw = gk_gemv_bw_per_sm();
+        CHECKF(gk_gemv_tune("default") == 0, "default GEMV settings refused");
+        char cfg[256], want[16];
+        gk_gemv_tune_str(cfg, sizeof cfg);
+        snprintf(want, sizeof want, "i8xp=%d", bw >= 32.0 ? 1 : 0);
+        CHECKF(strstr(cfg, want) != NULL, "%.1f GB/s per SM but the default settings are %s", bw, cfg);
         if (pass) {
             const int n = gpurt_sm_count();
             CHECKF(n >= 16 && n < 32, "DOTLM_GPU_SMS=16 gave a partition of %d SMs", n);
-            printf("DOTLM_GPU_SMS=16: %d SMs\n", n);
+            CHECKF(bw_all > 0.0 && bw > 3.0 * bw_all, "bandwidth per SM %.1f GB/s on %d SMs, %.1f on all", bw, n, bw_all);
+            printf("DOTLM_GPU_SMS=16: %d SMs, %.1f GB/s per SM (%.1f on all; default %s)\n", n, bw, bw_all, want);
+        } else {
+            bw_all = bw;
         }
         for (int d = 0; d < 2; d++) {
             model_opts mo = {.quiet = 1};

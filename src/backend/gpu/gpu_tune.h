@@ -101,6 +101,10 @@ int gk_gemv_tune(const char *spec);
 int gk_gemv_wpb_max(void);
 /* Current settings as a full spec string. */
 void gk_gemv_tune_str(char *buf, size_t n);
+/* The memory bandwidth per SM the current device's specification gives
+ * (GB/s, over the SMs in use: DOTLM_GPU_SMS), which picks "default"'s
+ * i8xp (1 at >= 32); 0 if unknown and on HIP. */
+double gk_gemv_bw_per_sm(void);
 
 #ifdef __cplusplus
 }

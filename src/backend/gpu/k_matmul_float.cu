@@ -1282,6 +1282,7 @@ static double dev_bw_per_sm() {
  * against 318.9 over 1024 tokens (-1.2% in bench/h200-2026-12-05e/run2).
  * H100 (~25 GB/s per SM): decode 4.1% slower with it, so 0 there. */
 #define I8_XP_BWSM 32.0
+extern "C" double gk_gemv_bw_per_sm(void) { return dev_bw_per_sm(); }
 static void cfg_default(gv_knobs *k) {
     k->c = dl_gemv_cfg{DL_FP8_FOLD, 0, 1, 4, 0, 0, 0, 1, 4, 2, 0, 1, 0, 1, 3, 2, 0};
     k->c.i8xp = dev_bw_per_sm() >= I8_XP_BWSM ? 1 : 0;
