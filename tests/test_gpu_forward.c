@@ -380,6 +380,7 @@ static void sm_partition(uint64_t *rs) {
     const char *dirs[] = {"fixtures/qwen3_fp8_block", "fixtures/qwen3_int8"};
     float *ref[2] = {NULL, NULL};
     size_t nref[2] = {0, 0};
+    double bw_all = 0.0; /* pass 0's bandwidth per SM (the whole device) */
     uint64_t seed = tu_rand_u64(rs);
     for (int pass = 0; pass < 2; pass++) {
         if (pass) setenv("DOTLM_GPU_SMS", "16", 1);
@@ -392,7 +393,6 @@ static void sm_partition(uint64_t *rs) {
         if (!b) break;
         /* "default" picks i8xp by the bandwidth per SM in use: 16 SMs get
          * about n / 16 times the whole device's */
-        static double bw_all = 0.0;
         const double bw = gk_gemv_bw_per_sm();
         CHECKF(gk_gemv_tune("default") == 0, "default GEMV settings refused");
         char cfg[256], want[16];

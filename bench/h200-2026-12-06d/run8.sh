@@ -15,14 +15,8 @@ grep -E "DOTLM_GPU_SMS|FAIL|failed:|SKIP" $L/test_gpu_forward.log | head -6
 dv_models_wait
 for sms in 96 all; do
   v=$sms; [ $sms = all ] && v=
-  DOTLM_GPU_SMS=$v $B/dotlm serve /dev/shm/m_fp8-block --backend cuda --port 8123 --max-seqs 8 --ctx 2048 \
-      > $L/serve_$sms.log 2>&1 &
-  sp=$!
-  for i in $(seq 1 90); do python3 -c "import urllib.request as u; u.urlopen('http://127.0.0.1:8123/health', timeout=2)" >/dev/null 2>&1 && break; sleep 1; done
-  timeout 60 python3 bench/loadgen.py --url http://127.0.0.1:8123 --concurrency 1,4 --duration 4 \
-      --max-tokens 32 --prompt-words 100 --markdown > $L/loadgen_$sms.log 2>&1
-  echo "server sms=$sms loadgen rc=$?:"; grep -E '^\| [0-9]' $L/loadgen_$sms.log
-  kill -INT $sp; wait $sp; echo "serve exit=$?"
+  DOTLM_GPU_SMS=$v dv_serve_loadgen "$sms" /dev/shm/m_fp8-block --concurrency 1,4 --duration 4 \
+      --max-tokens 32 --prompt-words 100
   grep -iE "error|DOTLM_GPU_SMS" $L/serve_$sms.log | head -3
 done
 dv_finish

@@ -13,6 +13,7 @@
 #   dv_decode int8 --prompt-len 512 --gen 64
 #   dv_decode_rounds "14b " 2 fp8-block_14b int8_14b   # 2 rounds at 512, then 4096
 #   dv_gemv_sms "default;default,fp8=hf" all 96   # M = 1 GEMVs on all / 96 SMs
+#   dv_serve_loadgen fp8 /dev/shm/m_fp8-block --concurrency 1,4 --duration 4
 #   dv_finish                    # waits, tars $L into $OUT/logs.tgz
 #
 # Every function writes its full output under $L and echoes one summary line,
@@ -137,6 +138,29 @@ dv_gemv_sms() {
         echo "gpu_bench sms=$sms rc=$? $(grep -m1 'copy D2D' "$L/gb_$sms.log" | tr -s ' ') |" \
             "$(grep -m1 'SMs in use' "$L/gb_$sms.log" | tr -s ' ')"
     done
+}
+
+# dv_serve_loadgen NAME MODEL_DIR [loadgen args...]: `dotlm serve` of
+# MODEL_DIR on cuda (port 8123, up to 8 sequences, context 2048;
+# environment from the caller) until /health answers, bench/loadgen.py
+# with the given arguments (--markdown added), then SIGINT; logs
+# serve_NAME.log and loadgen_NAME.log, the table's rows echoed.
+dv_serve_loadgen() {
+    local name=$1 model=$2 sp i
+    shift 2
+    "$B/dotlm" serve "$model" --backend cuda --port 8123 --max-seqs 8 --ctx 2048 >"$L/serve_$name.log" 2>&1 &
+    sp=$!
+    for i in $(seq 1 90); do
+        python3 -c "import urllib.request as u; u.urlopen('http://127.0.0.1:8123/health', timeout=2)" \
+            >/dev/null 2>&1 && break
+        sleep 1
+    done
+    timeout 100 python3 bench/loadgen.py --url http://127.0.0.1:8123 "$@" --markdown >"$L/loadgen_$name.log" 2>&1
+    echo "server $name loadgen rc=$?:"
+    grep -E '^\| [0-9]' "$L/loadgen_$name.log"
+    kill -INT "$sp"
+    wait "$sp"
+    echo "serve exit=$?"
 }
 
 # GPU clocks and power sampled every 50 ms into $L/smi.csv until

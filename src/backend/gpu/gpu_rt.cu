@@ -36,6 +36,10 @@ extern "C" const char *gpurt_errstr(void) { return g_err; }
 static int g_bind_dev = 0;
 static std::atomic<int> g_bind_gen{0};
 static thread_local int t_bind_gen = -1;
+/* The SMs the backend's stream may use: the device's count (queried at the
+ * first gpurt_sm_count after gpurt_open), or the green context's under
+ * DOTLM_GPU_SMS; 0 = not known yet. */
+static int g_sms = 0;
 static void *g_bind_ctx = nullptr;               /* CUcontext of the green context, or NULL */
 static int (*g_bind_set)(void *ctx) = nullptr;  /* cuCtxSetCurrent */
 
@@ -94,6 +98,7 @@ extern "C" int gpurt_open(int dev, char *name, size_t name_len) {
     RT(cudaSetDevice(dev), "set device");
     g_bind_dev = dev;
     g_bind_ctx = nullptr;
+    g_sms = 0; /* the new device's count, until a green context says otherwise */
     t_bind_gen = g_bind_gen.fetch_add(1, std::memory_order_acq_rel) + 1;
     cudaDeviceProp p;
     RT(cudaGetDeviceProperties(&p, dev), "device properties");
@@ -139,10 +144,6 @@ extern "C" void gpurt_host_free(void *p) {
     BIND_VOID();
     if (p) (void)cudaFreeHost(p);
 }
-
-/* The SMs the backend's stream may use: the device's count, or the green
- * context's under DOTLM_GPU_SMS (0 until gpurt_stream_create ran). */
-static int g_sms = 0;
 
 extern "C" int gpurt_sm_count(void) {
     if (g_sms > 0) return g_sms;
