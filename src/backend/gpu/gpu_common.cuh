@@ -1,6 +1,7 @@
 /* Device helpers shared by the kernels: exact fp8 decoding, per-dtype
  * loaders that widen stored weights to fp32, and launch helpers. */
 #pragma once
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -445,6 +446,59 @@ static inline void dl_launch(void (*k)(P...), dim3 grid, dim3 block, size_t smem
 #endif
     k<<<grid, block, smem, st>>>(((P)a)...);
 }
+
+#if DL_WARP == 32 && !defined(__HIPCC__)
+/* Blocks per SM capped by padded shared memory (the experiments
+ * DOTLM_GEMV_OCC, fp8 M = 1 ring, and DOTLM_I8_OCC, W8A8 M = 1 register
+ * GEMV; each read once by its caller and passed as occ): 0 off; N > 0: the
+ * launch's dynamic shared memory raised so that at most N blocks of
+ * `threads` fit on an SM (none when registers already allow no more);
+ * -1: N = ceil(grid / SMs). Fewer of this grid's blocks per SM leave
+ * slots that a PDL successor's early blocks then fill evenly, instead of
+ * a few SMs taking many. Returns the bytes to launch with (smem when no
+ * padding applies), raising the kernel's dynamic shared memory limit and
+ * carve-out as needed; says once on stderr that it padded. */
+template <typename... P>
+static size_t dl_occ_smem(void (*k)(P...), unsigned grid, int threads, size_t smem, int occ) {
+    if (!occ) return smem;
+    static int per_sm = -1, resv = 0;
+    if (per_sm < 0) {
+        int dev = 0;
+        per_sm = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&resv, cudaDevAttrReservedSharedMemoryPerBlock, dev) != cudaSuccess)
+            per_sm = 0, (void)cudaGetLastError();
+    }
+    const int sms = gpurt_sm_count();
+    const int n = occ > 0 ? occ : (int)((grid + (unsigned)sms - 1) / (unsigned)sms);
+    cudaFuncAttributes fa;
+    int fit = 0;
+    if (per_sm <= 0 || n < 1 || cudaFuncGetAttributes(&fa, (const void *)k) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, k, threads, smem) != cudaSuccess || n >= fit) {
+        (void)cudaGetLastError();
+        return smem;
+    }
+    const long pad = (long)per_sm / n - (long)fa.sharedSizeBytes - resv;
+    if (pad <= (long)smem) return smem;
+    static int raised = 0; /* per kernel instance (P... differs) */
+    if (pad > raised) {
+        if (cudaFuncSetAttribute((const void *)k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)pad) != cudaSuccess ||
+            cudaFuncSetAttribute((const void *)k, cudaFuncAttributePreferredSharedMemoryCarveout, 100) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return smem;
+        }
+        raised = (int)pad;
+    }
+    static int said = 0;
+    if (!said) {
+        said = 1;
+        fprintf(stderr, "occupancy experiment (occ=%d): %d threads per block, %ld bytes of shared memory, %d per SM, grid %u\n",
+                occ, threads, pad, n, grid);
+    }
+    return (size_t)pad;
+}
+#endif
 
 #if DL_WARP == 32 && !defined(__HIPCC__)
 /* cfg for grid x block (smem dynamic bytes, stream st) in clusters of

@@ -1445,51 +1445,10 @@ static int gv_ks(const gk_weight &w, int vec) {
 
 #if DL_WARP == 32 && !defined(__HIPCC__)
 /* DOTLM_GEMV_OCC (experiment, read once; the fp8 M = 1 two-stage ring):
- * 0 (default) off; N > 0: the launch's dynamic shared memory padded so
- * that at most N of its blocks fit on an SM; -1: N = ceil(grid / SMs),
- * i.e. the grid spread evenly, with no room left for the next kernel's
- * blocks until this one's leave (a PDL successor placed early lands on
- * the SMs with free slots and unbalances a single-wave grid). Returns
- * the bytes to launch with (smem when no padding applies) and raises the
- * kernel's dynamic shared memory limit and carve-out as needed. */
+ * see dl_occ_smem. */
 static int gv_occ() {
     static const int v = dl_env_int("DOTLM_GEMV_OCC", 0);
     return v;
-}
-template <typename... P> static size_t gv_occ_smem(void (*k)(P...), unsigned grid, size_t smem) {
-    const int occ = gv_occ();
-    if (!occ) return smem;
-    static int per_sm = -1, resv = 0;
-    if (per_sm < 0) {
-        int dev = 0;
-        per_sm = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&resv, cudaDevAttrReservedSharedMemoryPerBlock, dev) != cudaSuccess)
-            per_sm = 0, (void)cudaGetLastError();
-    }
-    const int sms = gpurt_sm_count();
-    const int n = occ > 0 ? occ : (int)((grid + (unsigned)sms - 1) / (unsigned)sms);
-    cudaFuncAttributes fa;
-    if (per_sm <= 0 || n < 1 || n >= 8 || cudaFuncGetAttributes(&fa, (const void *)k) != cudaSuccess) return smem;
-    const long pad = (long)per_sm / n - (long)fa.sharedSizeBytes - resv;
-    if (pad <= (long)smem) return smem;
-    static int raised = 0; /* per kernel instance: P... differs */
-    if (pad > raised) {
-        if (cudaFuncSetAttribute((const void *)k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)pad) != cudaSuccess ||
-            cudaFuncSetAttribute((const void *)k, cudaFuncAttributePreferredSharedMemoryCarveout, 100) != cudaSuccess) {
-            (void)cudaGetLastError();
-            return smem;
-        }
-        raised = (int)pad;
-    }
-    static int said = 0; /* the experiment says once that it ran */
-    if (!said) {
-        said = 1;
-        fprintf(stderr, "DOTLM_GEMV_OCC=%d: fp8 ring padded to %ld bytes per block (%d per SM, grid %u)\n", occ,
-                pad, n, grid);
-    }
-    return (size_t)pad;
 }
 #endif
 
@@ -1553,15 +1512,15 @@ static void gv_go_k(const gv_call &c) {
                     g_rpf_n++;
                     if (c.cfg.xpf == 2)
                         return dl_launch(dl_k_gemv_fa<DT, 1, R, CV, 2, XP, 0, 2>, grid, c.cfg.wpb * DL_WARP,
-                                         gv_occ_smem(dl_k_gemv_fa<DT, 1, R, CV, 2, XP, 0, 2>, grid, smem), c.st, c.x,
+                                         dl_occ_smem(dl_k_gemv_fa<DT, 1, R, CV, 2, XP, 0, 2>, grid, c.cfg.wpb * DL_WARP, smem, gv_occ()), c.st, c.x,
                                          j, late, dl_ring_spre());
                     return dl_launch(dl_k_gemv_fa<DT, 1, R, CV, 2, XP, 0, 1>, grid, c.cfg.wpb * DL_WARP,
-                                     gv_occ_smem(dl_k_gemv_fa<DT, 1, R, CV, 2, XP, 0, 1>, grid, smem), c.st, c.x, j,
+                                     dl_occ_smem(dl_k_gemv_fa<DT, 1, R, CV, 2, XP, 0, 1>, grid, c.cfg.wpb * DL_WARP, smem, gv_occ()), c.st, c.x, j,
                                      late, dl_ring_spre());
                 }
             }
             return dl_launch(dl_k_gemv_fa<DT, MR, R, CV, 2, XP>, grid, c.cfg.wpb * DL_WARP,
-                             MR == 1 ? gv_occ_smem(dl_k_gemv_fa<DT, MR, R, CV, 2, XP>, grid, smem) : smem, c.st, c.x,
+                             MR == 1 ? dl_occ_smem(dl_k_gemv_fa<DT, MR, R, CV, 2, XP>, grid, c.cfg.wpb * DL_WARP, smem, gv_occ()) : smem, c.st, c.x,
                              j, late, dl_ring_spre());
         }
     }
