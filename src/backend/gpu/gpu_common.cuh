@@ -453,7 +453,8 @@ static inline void dl_launch(void (*k)(P...), dim3 grid, dim3 block, size_t smem
  * GEMV; each read once by its caller and passed as occ): 0 off; N > 0: the
  * launch's dynamic shared memory raised so that at most N blocks of
  * `threads` fit on an SM (none when registers already allow no more);
- * -1: N = ceil(grid / SMs). Fewer of this grid's blocks per SM leave
+ * -1: N = ceil(grid / SMs); DOTLM_OCC_KEEP bytes per SM are kept free for
+ * other kernels' blocks. Fewer of this grid's blocks per SM leave
  * slots that a PDL successor's early blocks then fill evenly, instead of
  * a few SMs taking many. Returns the bytes to launch with (smem when no
  * padding applies), raising the kernel's dynamic shared memory limit and
@@ -479,7 +480,10 @@ static size_t dl_occ_smem(void (*k)(P...), unsigned grid, int threads, size_t sm
         (void)cudaGetLastError();
         return smem;
     }
-    const long pad = (long)per_sm / n - (long)fa.sharedSizeBytes - resv;
+    /* DOTLM_OCC_KEEP (experiment, read once): bytes per SM left to other
+     * kernels' blocks (each needs at least the reserved 1 KiB) */
+    static const int keep = dl_env_int("DOTLM_OCC_KEEP", 0);
+    const long pad = ((long)per_sm - keep) / n - (long)fa.sharedSizeBytes - resv;
     if (pad <= (long)smem) return smem;
     static int raised = 0; /* per kernel instance (P... differs) */
     if (pad > raised) {
