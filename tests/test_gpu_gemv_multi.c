@@ -332,12 +332,16 @@ static int variant_spec(int v, int fp8, char *buf, size_t n) {
      * every xp, ring, rows and widening) */
     /* ... and the W8A8 M = 1 register GEMV's code loads (i8xp 0, 1, 2: period 39; it meets every
      * i8ks, u, na and rows) */
+    /* ... and the M = 1 occupancy caps (occ and i8occ 0, 2 or 6 blocks per SM: period 51 and 57;
+     * 2 is below what any of these kernels fits, so it always pads) */
+    static const int occs[3] = {0, 2, 6};
     snprintf(buf, n,
              "v1,fp8=%s,u=%d,na=%d,wpb=%d,i8u=%d,i8na=%d,i8wpb=%d,%s,loop=%d,ring=%d,i8ring=%d,i8ks=%d,xp=%d,mlb=%d,"
-             "xpf=%d,i8xp=%d",
+             "xpf=%d,i8xp=%d,occ=%d,i8occ=%d",
              f8[fi], u, na, wpb ? gk_gemv_wpb_max() : 4, u, na, wpb ? gk_gemv_wpb_max() : 4, rows[r], v % 3,
              (v / 2) % 3, (v / 2) % 2,
-             i8ks[(v / 3) % 4], (v / 5) % 2, (v / 7) % 4, (v / 11) % 3, (v / 13) % 3);
+             i8ks[(v / 3) % 4], (v / 5) % 2, (v / 7) % 4, (v / 11) % 3, (v / 13) % 3, occs[(v / 17) % 3],
+             occs[(v / 19) % 3]);
     return 1;
 }
 
@@ -411,6 +415,7 @@ static void test_multi_and_variants(int block_only) {
                         const unsigned long long l2ef0 = gk_gemv_l2ef_launches();
                         const unsigned long long rpf0 = gk_gemv_ring_xpf_launches();
                         const unsigned long long i8xp0 = gk_int8_gemv_xp_launches();
+                        const unsigned long long occ0 = gk_gemv_occ_launches();
                         check_job(&j, spec, 0, hs);
                         /* the W8A8 register GEMV at M = 1 loaded its codes early where asked (i8xp=1; 2: k > 4096) */
                         if (is_w8a8(&FMTS[f])) {
@@ -463,6 +468,22 @@ static void test_multi_and_variants(int block_only) {
                                         !strstr(spec, ",xpf=0");
                         CHECKF((gk_gemv_ring_xpf_launches() > rpf0) == (wpf != 0), "variant %s %s M=%d: xpf ring %s",
                                spec, FMTS[f].name, M, wpf ? "not launched" : "unexpected");
+                        /* the M = 1 occupancy caps padded where asked for: always at 2 blocks per SM, never
+                         * at 0 (at 6 it depends on what fits: only the bits are checked); CUDA only */
+                        {
+                            const int w8 = is_w8a8(&FMTS[f]) && (!strstr(spec, "i8ring=1") || !gk_gemv_ring_supported());
+                            const int fr = f8ring && gk_gemv_ring_supported() && strstr(spec, ",ring=1");
+                            const int oc = atoi(strstr(spec, ",occ=") + 5), io = atoi(strstr(spec, ",i8occ=") + 7);
+                            const int knob = fr ? oc : w8 ? io : 0;
+                            const int cuda = gk_gemv_hf_built(); /* (1 on CUDA, 0 on HIP) */
+                            if (M == 1 && (fr || w8) && knob != 6)
+                                CHECKF((gk_gemv_occ_launches() > occ0) == (knob == 2 && cuda),
+                                       "variant %s %s M=%d: occupancy cap %s", spec, FMTS[f].name, M,
+                                       knob == 2 ? "not applied" : "unexpected");
+                            else if (M != 1 || !(fr || w8))
+                                CHECKF(gk_gemv_occ_launches() == occ0, "variant %s %s M=%d: occupancy cap applied",
+                                       spec, FMTS[f].name, M);
+                        }
                         if (want && gk_gemv_ring_supported())
                             CHECKF(gk_gemv_ring_launches() > ring0, "variant %s %s: no ring launch", spec,
                                    FMTS[f].name);

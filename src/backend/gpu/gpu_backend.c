@@ -125,6 +125,10 @@ static kreg_kernel K_RPF =
                                      "scales while this chunk computes (DOTLM_GEMV=xpf=1: two register sets, up to "
                                      "85 registers; xpf=2, the default: one set, reloaded as it is used up; the same "
                                      "bits); off: each chunk's inputs loaded as it starts");
+static kreg_kernel K_OCC =
+    KREG_KERNEL(KN("gemv_occ"), "M = 1 GEMV launches (fp8 ring: DOTLM_GEMV=occ=N; W8A8: i8occ=N) whose blocks per "
+                                "SM are capped at N by padded shared memory, so a PDL successor's early blocks "
+                                "spread evenly (the same bits); off: no cap");
 static kreg_kernel K_PINNED =
     KREG_KERNEL(KN("host_pinned"), "device-to-host copies (the logits) into page-locked host buffers of "
                                    "be_host_alloc (one DMA, ~4x faster than pageable memory for a logits "
@@ -253,6 +257,7 @@ typedef struct {
     int l2ef;             /* cuda.gemv_l2_evict_first enabled for this forward (part of graph keys) */
     int rpf;              /* cuda.gemv_ring_xpf enabled for this forward (part of graph keys) */
     int i8xp;             /* cuda.int8_gemv_xp enabled for this forward (part of graph keys) */
+    int occ;              /* cuda.gemv_occ enabled for this forward (part of graph keys) */
     /* page-locked host buffers made by gpu_host_alloc (to_host counts copies into them) */
     struct { const char *p; size_t n; } *pin;
     int npin, pin_cap;
@@ -370,6 +375,7 @@ static int diag_skip(const gpu_impl *g, const kreg_kernel *k) {
         const unsigned long long fold0_ = gk_gemv_fold_launches();            \
         const unsigned long long hf0_ = gk_gemv_hf_launches();                \
         const unsigned long long rpf0_ = gk_gemv_ring_xpf_launches();         \
+        const unsigned long long occ0_ = gk_gemv_occ_launches();              \
         const unsigned long long unsc0_ = gk_gemv_unscaled_launches();        \
         const unsigned long long l2ef0_ = gk_gemv_l2ef_launches();            \
         const unsigned long long npre0_ = gk_norm_prewait_launches();         \
@@ -383,6 +389,7 @@ static int diag_skip(const gpu_impl *g, const kreg_kernel *k) {
         hits_since((g), &K_FOLD, fold0_, gk_gemv_fold_launches());            \
         hits_since((g), &K_HF, hf0_, gk_gemv_hf_launches());                  \
         hits_since((g), &K_RPF, rpf0_, gk_gemv_ring_xpf_launches());          \
+        hits_since((g), &K_OCC, occ0_, gk_gemv_occ_launches());               \
         hits_since((g), &K_UNSC, unsc0_, gk_gemv_unscaled_launches());        \
         hits_since((g), &K_L2EF, l2ef0_, gk_gemv_l2ef_launches());            \
         hits_since((g), &K_NORM_PRE, npre0_, gk_norm_prewait_launches());     \
@@ -696,6 +703,8 @@ static void gemv_switches(gpu_impl *g) {
     gk_int8_ksplit_allow(g->i8ks);
     g->i8xp = kreg_enabled(&K_I8XP); /* cuda.int8_gemv_xp off: codes loaded as used */
     gk_int8_gemv_xp_allow(g->i8xp);
+    g->occ = kreg_enabled(&K_OCC); /* cuda.gemv_occ off: no block cap */
+    gk_gemv_occ_allow(g->occ);
 }
 
 static int gpu_begin(dl_backend *be, const dl_batch *b, const dl_kvcache *kv) {
@@ -1409,6 +1418,7 @@ static int gpu_graph_begin(dl_backend *be, uint64_t key) {
         g->rpf,      /* and its loop */
         g->i8ks,     /* and the W8A8 grid */
         g->i8xp,     /* and the W8A8 loop */
+        g->occ,      /* and the GEMVs' shared memory */
         g->l2ef,     /* and the weights' L2 policy */
         g->fuse_att, /* and the launches the fusions leave out */
         g->att_cw, g->att_ipre, g->att_crt, g->att_cl, g->att_cllate, g->att_gbr, g->gu_silu, g->att_qk,

@@ -1,7 +1,6 @@
 /* Device helpers shared by the kernels: exact fp8 decoding, per-dtype
  * loaders that widen stored weights to fp32, and launch helpers. */
 #pragma once
-#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -447,21 +446,30 @@ static inline void dl_launch(void (*k)(P...), dim3 grid, dim3 block, size_t smem
     k<<<grid, block, smem, st>>>(((P)a)...);
 }
 
+/* The GEMV occupancy caps (knobs occ, i8occ; k_matmul_float.cu): 1 if
+ * allowed (gk_gemv_occ_allow, the backend's cuda.gemv_occ); dl_occ_note()
+ * counts one padded launch (gk_gemv_occ_launches). Host side. */
+int dl_occ_ok();
+void dl_occ_note();
+/* Shared memory per SM that a capped GEMV leaves to other kernels' blocks
+ * (a PDL successor placed while the GEMV is resident needs some: each
+ * block takes at least the reserved 1 KiB); DOTLM_OCC_KEEP (experiment,
+ * bytes, read once) overrides. */
+#define DL_OCC_KEEP 0
 #if DL_WARP == 32 && !defined(__HIPCC__)
-/* Blocks per SM capped by padded shared memory (the experiments
- * DOTLM_GEMV_OCC, fp8 M = 1 ring, and DOTLM_I8_OCC, W8A8 M = 1 register
- * GEMV; each read once by its caller and passed as occ): 0 off; N > 0: the
- * launch's dynamic shared memory raised so that at most N blocks of
- * `threads` fit on an SM (none when registers already allow no more);
- * -1: N = ceil(grid / SMs); DOTLM_OCC_KEEP bytes per SM are kept free for
- * other kernels' blocks. Fewer of this grid's blocks per SM leave
- * slots that a PDL successor's early blocks then fill evenly, instead of
- * a few SMs taking many. Returns the bytes to launch with (smem when no
- * padding applies), raising the kernel's dynamic shared memory limit and
- * carve-out as needed; says once on stderr that it padded. */
+/* Blocks per SM capped by padded shared memory (knobs occ and i8occ,
+ * gpu_tune.h): for occ > 0, the launch's dynamic shared memory raised so
+ * that at most occ blocks of `threads` fit on an SM, when registers and
+ * smem would let more fit (else no padding); a launch that pads is
+ * counted (dl_occ_note). A grid capped below what fits leaves slots that a
+ * PDL successor's early blocks fill evenly, instead of some SMs taking many
+ * of them and finishing last (docs/gpu_backend.md, "Occupancy caps").
+ * Returns the bytes to launch with (smem when no padding applies), raising
+ * the kernel's dynamic shared memory limit and carve-out once as needed.
+ * The kernel's results do not depend on it. */
 template <typename... P>
-static size_t dl_occ_smem(void (*k)(P...), unsigned grid, int threads, size_t smem, int occ) {
-    if (!occ) return smem;
+static size_t dl_occ_smem(void (*k)(P...), int threads, size_t smem, int occ) {
+    if (occ <= 0 || !dl_occ_ok()) return smem;
     static int per_sm = -1, resv = 0;
     if (per_sm < 0) {
         int dev = 0;
@@ -471,19 +479,15 @@ static size_t dl_occ_smem(void (*k)(P...), unsigned grid, int threads, size_t sm
             cudaDeviceGetAttribute(&resv, cudaDevAttrReservedSharedMemoryPerBlock, dev) != cudaSuccess)
             per_sm = 0, (void)cudaGetLastError();
     }
-    const int sms = gpurt_sm_count();
-    const int n = occ > 0 ? occ : (int)((grid + (unsigned)sms - 1) / (unsigned)sms);
     cudaFuncAttributes fa;
     int fit = 0;
-    if (per_sm <= 0 || n < 1 || cudaFuncGetAttributes(&fa, (const void *)k) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, k, threads, smem) != cudaSuccess || n >= fit) {
+    if (per_sm <= 0 || cudaFuncGetAttributes(&fa, (const void *)k) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, k, threads, smem) != cudaSuccess || occ >= fit) {
         (void)cudaGetLastError();
         return smem;
     }
-    /* DOTLM_OCC_KEEP (experiment, read once): bytes per SM left to other
-     * kernels' blocks (each needs at least the reserved 1 KiB) */
-    static const int keep = dl_env_int("DOTLM_OCC_KEEP", 0);
-    const long pad = ((long)per_sm - keep) / n - (long)fa.sharedSizeBytes - resv;
+    static const int keep = dl_env_int("DOTLM_OCC_KEEP", DL_OCC_KEEP);
+    const long pad = ((long)per_sm - keep) / occ - (long)fa.sharedSizeBytes - resv;
     if (pad <= (long)smem) return smem;
     static int raised = 0; /* per kernel instance (P... differs) */
     if (pad > raised) {
@@ -494,12 +498,7 @@ static size_t dl_occ_smem(void (*k)(P...), unsigned grid, int threads, size_t sm
         }
         raised = (int)pad;
     }
-    static int said = 0;
-    if (!said) {
-        said = 1;
-        fprintf(stderr, "occupancy experiment (occ=%d): %d threads per block, %ld bytes of shared memory, %d per SM, grid %u\n",
-                occ, threads, pad, n, grid);
-    }
+    dl_occ_note();
     return (size_t)pad;
 }
 #endif
@@ -603,6 +602,7 @@ struct dl_gemv_cfg {
     int mlb;            /* fp8 float GEMV at M >= 3 with x permuted: 1 = the ring (every M to 8) capped at 128 registers (CUDA sm_80+); 2 = at M <= 4; 3 = 2 and the M >= 5 register loop capped (gpu_tune.h) */
     int xpf;            /* fp8 two-stage ring at M = 1: chunk c + 1's activations and scales loaded during chunk c (dl_k_gemv_fa PF) */
     int i8xp;           /* W8A8 register GEMV at M = 1: 0 each chunk's codes loaded as used, 1 with its weights one group ahead (dl_k_i8_gemv XQ), 2 as 1 where k > 4096 */
+    int occ, i8occ;     /* at most this many blocks per SM (0 = no cap) for the fp8 two-stage ring at M = 1 / the W8A8 register GEMV at M = 1 (dl_occ_smem; CUDA only) */
 };
 const dl_gemv_cfg &dl_gemv_cfg_now();
 /* The weight rings (k_matmul_float.cu): 1 if allowed (gk_gemv_ring_allow)

@@ -114,6 +114,12 @@ int gk_gemv_hf_built(void); /* 1 on CUDA; 0 on HIP, where fp8=hf runs fold */
  * the ring loads each chunk's inputs as the chunk starts; on at start). */
 unsigned long long gk_gemv_ring_xpf_launches(void);
 void gk_gemv_ring_xpf_allow(int on);
+/* M = 1 GEMV launches (the two-stage fp8 ring, knob occ; the W8A8
+ * register GEMV, knob i8occ; gpu_tune.h) whose blocks per SM were capped
+ * by padded shared memory: launches so far (the cuda.gemv_occ dispatch
+ * counter), and the gate (off: no padding; on at start). CUDA only. */
+unsigned long long gk_gemv_occ_launches(void);
+void gk_gemv_occ_allow(int on);
 /* 16/32-bit GEMV launches at M <= 2 without block scales built without the
  * per-chunk scale load (the same bits), and their gate (default on). */
 unsigned long long gk_gemv_unscaled_launches(void);

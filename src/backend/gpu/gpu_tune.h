@@ -6,9 +6,9 @@
  * DOTLM_GEMV (read once, at the first GEMV). Spec: comma-separated
  * key=value, or the words "default" and "v1" (the kernels before the
  * variants existed: fp8=f32,u=2,na=0,wpb=4,r1=0,rm=0,i8u=2,i8na=0,i8wpb=4,
- * i8r1=0,i8rm=0,loop=0,ring=0,i8ring=0,i8ks=1,xp=0,mlb=0,xpf=0,i8xp=0; "default" is fp8=fold,u=0,
+ * i8r1=0,i8rm=0,loop=0,ring=0,i8ring=0,i8ks=1,xp=0,mlb=0,xpf=0,i8xp=0,occ=0,i8occ=0; "default" is fp8=fold,u=0,
  * na=1,wpb=4,r1=0,rm=0,i8u=0,i8na=1,i8wpb=4,i8r1=2,i8rm=0,loop=0,ring=1,
- * i8ring=0,i8ks=1,xp=1,mlb=3,xpf=2, and i8xp by device: 1 where the
+ * i8ring=0,i8ks=1,xp=1,mlb=3,xpf=2,occ=0,i8occ=0, and i8xp by device: 1 where the
  * memory bandwidth per SM the device's specification gives is >= 32 GB/s
  * (an H200, or an H100 under DOTLM_GPU_SMS=96), else 0 (an H100, gfx906):
  * fastest measured end to end, see the comments at cfg_default). Keys:
@@ -85,6 +85,15 @@
  *                    default, docs/gpu_backend.md); 2 as 1 for weights
  *                    with k > 4096 only; the backend's cuda.int8_gemv_xp
  *                    gates 1 and 2
+ *   occ=0|2..7       the two-stage fp8 ring (ring=1) at M = 1: at most
+ *                    this many blocks per SM (0: as many as fit), by
+ *                    padding the launch's dynamic shared memory (CUDA
+ *                    only; no padding where registers already allow no
+ *                    more). A grid capped below what fits leaves slots that
+ *                    the next kernel's early (PDL) blocks fill evenly.
+ *                    The backend's cuda.gemv_occ gates it and counts the
+ *                    padded launches (docs/gpu_backend.md, "Occupancy caps")
+ *   i8occ=0|2..7     the same for the W8A8 register GEMV at M = 1
  * Not thread-safe: call between launches, from the thread that launches. */
 #pragma once
 #include <stddef.h>

@@ -1104,6 +1104,16 @@ extern "C" unsigned long long gk_gemv_ring_launches(void) { return g_ring_n; }
 extern "C" void gk_gemv_ring_allow(int on) { g_ring_allow = on != 0; }
 int dl_ring_ok() { return g_ring_allow && gk_gemv_ring_supported(); }
 
+/* GEMV launches whose blocks per SM were capped (knobs occ, i8occ;
+ * dl_occ_smem) and their gate (gk_gemv_occ_allow, the backend's
+ * cuda.gemv_occ): off, no launch is padded. */
+static unsigned long long g_occ_n = 0;
+static int g_occ_allow = 1;
+extern "C" unsigned long long gk_gemv_occ_launches(void) { return g_occ_n; }
+extern "C" void gk_gemv_occ_allow(int on) { g_occ_allow = on != 0; }
+int dl_occ_ok() { return g_occ_allow; }
+void dl_occ_note() { g_occ_n++; }
+
 /* Launches of the two-stage fp8 ring at M = 1 that load chunk c + 1's
  * activations and scales during chunk c (knob xpf, opt-in), and the
  * gate (gk_gemv_ring_xpf_allow, the backend's cuda.gemv_ring_xpf): off,
@@ -1211,7 +1221,7 @@ struct gv_knobs {
 #define GV_LOOP_MAXM 2
 
 static void cfg_v1(gv_knobs *k) { /* the kernels as they were before the variants */
-    k->c = dl_gemv_cfg{DL_FP8_F32, 2, 0, 4, 0, 0, 2, 0, 4, 0, 0, 0, 0, 1, 0, 0, 0};
+    k->c = dl_gemv_cfg{DL_FP8_F32, 2, 0, 4, 0, 0, 2, 0, 4, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0};
     k->loop = 0;
     k->xp = 0;
 }
@@ -1284,7 +1294,7 @@ static double dev_bw_per_sm() {
 #define I8_XP_BWSM 32.0
 extern "C" double gk_gemv_bw_per_sm(void) { return dev_bw_per_sm(); }
 static void cfg_default(gv_knobs *k) {
-    k->c = dl_gemv_cfg{DL_FP8_FOLD, 0, 1, 4, 0, 0, 0, 1, 4, 2, 0, 1, 0, 1, 3, 2, 0};
+    k->c = dl_gemv_cfg{DL_FP8_FOLD, 0, 1, 4, 0, 0, 0, 1, 4, 2, 0, 1, 0, 1, 3, 2, 0, 0, 0};
     k->c.i8xp = dev_bw_per_sm() >= I8_XP_BWSM ? 1 : 0;
     k->loop = 0;
     k->xp = 1;
@@ -1324,14 +1334,14 @@ static int cfg_apply(gv_knobs *k, const char *spec) {
         long x = strtol(v, &end, 10);
         if (*end || end == v) return -1;
         /* allowed values as bit masks: u 0 (auto)|2|4, na 0|1, wpb 4|8 (4 on gfx906: DL_GEMV_MAXW), rows and
-         * i8ks 0 (default)|1|2|4, loop, ring, xpf and i8xp 0|1|2 */
-        const unsigned U24 = 0x15, B01 = 0x3, W48 = DL_GEMV_MAXW == 8 ? 0x110 : 0x10, R = 0x17, L012 = 0x7;
+         * i8ks 0 (default)|1|2|4, loop, ring, xpf and i8xp 0|1|2, occ and i8occ 0|2..7 */
+        const unsigned U24 = 0x15, B01 = 0x3, W48 = DL_GEMV_MAXW == 8 ? 0x110 : 0x10, R = 0x17, L012 = 0x7, OC = 0xFD;
         const struct { const char *k; int *p; unsigned ok; } tab[] = {
             {"u", &c->u, U24}, {"na", &c->na, B01}, {"wpb", &c->wpb, W48}, {"r1", &c->r1, R},
             {"rm", &c->rm, R}, {"i8u", &c->i8u, U24}, {"i8na", &c->i8na, B01}, {"i8wpb", &c->i8wpb, W48},
             {"i8r1", &c->i8r1, R}, {"i8rm", &c->i8rm, R}, {"loop", &k->loop, L012}, {"ring", &c->ring, L012},
             {"i8ring", &c->i8ring, B01}, {"i8ks", &c->i8ks, R}, {"xp", &k->xp, B01}, {"mlb", &c->mlb, 0xF},
-            {"xpf", &c->xpf, L012}, {"i8xp", &c->i8xp, L012}};
+            {"xpf", &c->xpf, L012}, {"i8xp", &c->i8xp, L012}, {"occ", &c->occ, OC}, {"i8occ", &c->i8occ, OC}};
         size_t i = 0;
         for (; i < sizeof tab / sizeof tab[0]; i++)
             if (!strcmp(key, tab[i].k)) break;
@@ -1384,9 +1394,9 @@ extern "C" void gk_gemv_tune_str(char *buf, size_t n) {
     static const char *f8[6] = {"f32", "h2", "fold", "f32s", "h2x", "hf"};
     snprintf(buf, n,
              "fp8=%s,u=%d,na=%d,wpb=%d,r1=%d,rm=%d,i8u=%d,i8na=%d,i8wpb=%d,i8r1=%d,i8rm=%d,loop=%d,ring=%d,i8ring=%d,i8ks=%d,"
-             "xp=%d,mlb=%d,xpf=%d,i8xp=%d",
+             "xp=%d,mlb=%d,xpf=%d,i8xp=%d,occ=%d,i8occ=%d",
              f8[c.fp8], c.u, c.na, c.wpb, c.r1, c.rm, c.i8u, c.i8na, c.i8wpb, c.i8r1, c.i8rm, k.loop, c.ring, c.i8ring,
-             c.i8ks, k.xp, c.mlb, c.xpf, c.i8xp);
+             c.i8ks, k.xp, c.mlb, c.xpf, c.i8xp, c.occ, c.i8occ);
 }
 
 /* One float GEMV launch: the job's weights, the output pointers, M, knobs
@@ -1442,15 +1452,6 @@ static int gv_ks(const gk_weight &w, int vec) {
     if (vec >= 16) return 1;
     return dl_ks_by_shape(w.n, chunks, gv_ks_maxn());
 }
-
-#if DL_WARP == 32 && !defined(__HIPCC__)
-/* DOTLM_GEMV_OCC (experiment, read once; the fp8 M = 1 two-stage ring):
- * see dl_occ_smem. */
-static int gv_occ() {
-    static const int v = dl_env_int("DOTLM_GEMV_OCC", 0);
-    return v;
-}
-#endif
 
 template <int DT, int MR, int R, int U, int CV, int NA, bool XP>
 static void gv_go_k(const gv_call &c) {
@@ -1512,15 +1513,15 @@ static void gv_go_k(const gv_call &c) {
                     g_rpf_n++;
                     if (c.cfg.xpf == 2)
                         return dl_launch(dl_k_gemv_fa<DT, 1, R, CV, 2, XP, 0, 2>, grid, c.cfg.wpb * DL_WARP,
-                                         dl_occ_smem(dl_k_gemv_fa<DT, 1, R, CV, 2, XP, 0, 2>, grid, c.cfg.wpb * DL_WARP, smem, gv_occ()), c.st, c.x,
+                                         dl_occ_smem(dl_k_gemv_fa<DT, 1, R, CV, 2, XP, 0, 2>, c.cfg.wpb * DL_WARP, smem, c.cfg.occ), c.st, c.x,
                                          j, late, dl_ring_spre());
                     return dl_launch(dl_k_gemv_fa<DT, 1, R, CV, 2, XP, 0, 1>, grid, c.cfg.wpb * DL_WARP,
-                                     dl_occ_smem(dl_k_gemv_fa<DT, 1, R, CV, 2, XP, 0, 1>, grid, c.cfg.wpb * DL_WARP, smem, gv_occ()), c.st, c.x, j,
+                                     dl_occ_smem(dl_k_gemv_fa<DT, 1, R, CV, 2, XP, 0, 1>, c.cfg.wpb * DL_WARP, smem, c.cfg.occ), c.st, c.x, j,
                                      late, dl_ring_spre());
                 }
             }
             return dl_launch(dl_k_gemv_fa<DT, MR, R, CV, 2, XP>, grid, c.cfg.wpb * DL_WARP,
-                             MR == 1 ? dl_occ_smem(dl_k_gemv_fa<DT, MR, R, CV, 2, XP>, grid, c.cfg.wpb * DL_WARP, smem, gv_occ()) : smem, c.st, c.x,
+                             MR == 1 ? dl_occ_smem(dl_k_gemv_fa<DT, MR, R, CV, 2, XP>, c.cfg.wpb * DL_WARP, smem, c.cfg.occ) : smem, c.st, c.x,
                              j, late, dl_ring_spre());
         }
     }

@@ -442,14 +442,13 @@ static int g_i8xp_allow = 1;
 extern "C" unsigned long long gk_int8_gemv_xp_launches(void) { return g_i8xp_n; }
 extern "C" void gk_int8_gemv_xp_allow(int on) { g_i8xp_allow = on != 0; }
 
-/* DOTLM_I8_OCC (experiment, read once): the M = 1 register GEMV's blocks
- * per SM capped (dl_occ_smem); CUDA only (HIP: no padding). */
-template <typename... P> static size_t i8_occ_smem(void (*k)(P...), unsigned grid, int threads) {
+/* The W8A8 M = 1 register GEMV's blocks per SM capped (knob i8occ,
+ * dl_occ_smem); CUDA only (HIP: no padding). */
+template <typename... P> static size_t i8_occ_smem(void (*k)(P...), int threads, int occ) {
 #if DL_WARP == 32 && !defined(__HIPCC__)
-    static const int occ = dl_env_int("DOTLM_I8_OCC", 0);
-    return dl_occ_smem(k, grid, threads, 0, occ);
+    return dl_occ_smem(k, threads, 0, occ);
 #else
-    (void)k, (void)grid, (void)threads;
+    (void)k, (void)threads, (void)occ;
     return 0;
 #endif
 }
@@ -467,12 +466,12 @@ static void i8_go(const i8_call &c) {
         if (c.cfg.i8xp && g_i8xp_allow && (c.cfg.i8xp == 1 || c.w[0].k > I8_XP_MINK)) {
             g_i8xp_n++;
             return dl_launch(dl_k_i8_gemv<1, R, U, NA, 1>, grid, c.cfg.i8wpb * DL_WARP,
-                             i8_occ_smem(dl_k_i8_gemv<1, R, U, NA, 1>, grid, c.cfg.i8wpb * DL_WARP), c.st, c.xq,
+                             i8_occ_smem(dl_k_i8_gemv<1, R, U, NA, 1>, c.cfg.i8wpb * DL_WARP, c.cfg.i8occ), c.st, c.xq,
                              c.xs, j, c.kp, i8_spre());
         }
     }
     dl_launch(dl_k_i8_gemv<MR, R, U, NA>, grid, c.cfg.i8wpb * DL_WARP,
-              MR == 1 ? i8_occ_smem(dl_k_i8_gemv<MR, R, U, NA>, grid, c.cfg.i8wpb * DL_WARP) : 0, c.st, c.xq, c.xs, j,
+              MR == 1 ? i8_occ_smem(dl_k_i8_gemv<MR, R, U, NA>, c.cfg.i8wpb * DL_WARP, c.cfg.i8occ) : 0, c.st, c.xq, c.xs, j,
               c.kp, i8_spre());
 }
 
