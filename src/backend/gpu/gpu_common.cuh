@@ -458,7 +458,8 @@ void dl_occ_note();
 #define DL_OCC_KEEP 0
 #if DL_WARP == 32 && !defined(__HIPCC__)
 /* Blocks per SM capped by padded shared memory (knobs occ and i8occ,
- * gpu_tune.h): for occ > 0, the launch's dynamic shared memory raised so
+ * gpu_tune.h): for occ > 0 and a grid of at most occ blocks per SM in use
+ * (one wave under the cap), the launch's dynamic shared memory raised so
  * that at most occ blocks of `threads` fit on an SM, when registers and
  * smem would let more fit (else no padding); a launch that pads is
  * counted (dl_occ_note). A grid capped below what fits leaves slots that a
@@ -467,9 +468,28 @@ void dl_occ_note();
  * Returns the bytes to launch with (smem when no padding applies), raising
  * the kernel's dynamic shared memory limit and carve-out once as needed.
  * The kernel's results do not depend on it. */
+/* Kernel k may take `bytes` of dynamic shared memory, with the largest
+ * carve-out (raised once per kernel and size, remembered by pointer: kernels
+ * of one signature share a template instance of dl_occ_smem). 0 if the
+ * runtime refused. */
+static inline int dl_occ_raise(const void *k, int bytes) {
+    static const void *ks[64];
+    static int got[64], n = 0;
+    int i = 0;
+    while (i < n && ks[i] != k) i++;
+    if (i < n && got[i] >= bytes) return 1;
+    if (cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) != cudaSuccess ||
+        cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, 100) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    if (i == n && n < 64) ks[n++] = k;
+    if (i < n) got[i] = bytes;
+    return 1;
+}
 template <typename... P>
-static size_t dl_occ_smem(void (*k)(P...), int threads, size_t smem, int occ) {
-    if (occ <= 0 || !dl_occ_ok()) return smem;
+static size_t dl_occ_smem(void (*k)(P...), unsigned grid, int threads, size_t smem, int occ) {
+    if (occ <= 0 || !dl_occ_ok() || grid > (unsigned)occ * (unsigned)gpurt_sm_count()) return smem;
     static int per_sm = -1, resv = 0;
     if (per_sm < 0) {
         int dev = 0;
@@ -489,15 +509,7 @@ static size_t dl_occ_smem(void (*k)(P...), int threads, size_t smem, int occ) {
     static const int keep = dl_env_int("DOTLM_OCC_KEEP", DL_OCC_KEEP);
     const long pad = ((long)per_sm - keep) / occ - (long)fa.sharedSizeBytes - resv;
     if (pad <= (long)smem) return smem;
-    static int raised = 0; /* per kernel instance (P... differs) */
-    if (pad > raised) {
-        if (cudaFuncSetAttribute((const void *)k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)pad) != cudaSuccess ||
-            cudaFuncSetAttribute((const void *)k, cudaFuncAttributePreferredSharedMemoryCarveout, 100) != cudaSuccess) {
-            (void)cudaGetLastError();
-            return smem;
-        }
-        raised = (int)pad;
-    }
+    if (!dl_occ_raise((const void *)k, (int)pad)) return smem;
     dl_occ_note();
     return (size_t)pad;
 }

@@ -1513,15 +1513,15 @@ static void gv_go_k(const gv_call &c) {
                     g_rpf_n++;
                     if (c.cfg.xpf == 2)
                         return dl_launch(dl_k_gemv_fa<DT, 1, R, CV, 2, XP, 0, 2>, grid, c.cfg.wpb * DL_WARP,
-                                         dl_occ_smem(dl_k_gemv_fa<DT, 1, R, CV, 2, XP, 0, 2>, c.cfg.wpb * DL_WARP, smem, c.cfg.occ), c.st, c.x,
+                                         dl_occ_smem(dl_k_gemv_fa<DT, 1, R, CV, 2, XP, 0, 2>, grid, c.cfg.wpb * DL_WARP, smem, c.cfg.occ), c.st, c.x,
                                          j, late, dl_ring_spre());
                     return dl_launch(dl_k_gemv_fa<DT, 1, R, CV, 2, XP, 0, 1>, grid, c.cfg.wpb * DL_WARP,
-                                     dl_occ_smem(dl_k_gemv_fa<DT, 1, R, CV, 2, XP, 0, 1>, c.cfg.wpb * DL_WARP, smem, c.cfg.occ), c.st, c.x, j,
+                                     dl_occ_smem(dl_k_gemv_fa<DT, 1, R, CV, 2, XP, 0, 1>, grid, c.cfg.wpb * DL_WARP, smem, c.cfg.occ), c.st, c.x, j,
                                      late, dl_ring_spre());
                 }
             }
             return dl_launch(dl_k_gemv_fa<DT, MR, R, CV, 2, XP>, grid, c.cfg.wpb * DL_WARP,
-                             MR == 1 ? dl_occ_smem(dl_k_gemv_fa<DT, MR, R, CV, 2, XP>, c.cfg.wpb * DL_WARP, smem, c.cfg.occ) : smem, c.st, c.x,
+                             MR == 1 ? dl_occ_smem(dl_k_gemv_fa<DT, MR, R, CV, 2, XP>, grid, c.cfg.wpb * DL_WARP, smem, c.cfg.occ) : smem, c.st, c.x,
                              j, late, dl_ring_spre());
         }
     }

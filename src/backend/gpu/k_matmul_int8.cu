@@ -444,11 +444,11 @@ extern "C" void gk_int8_gemv_xp_allow(int on) { g_i8xp_allow = on != 0; }
 
 /* The W8A8 M = 1 register GEMV's blocks per SM capped (knob i8occ,
  * dl_occ_smem); CUDA only (HIP: no padding). */
-template <typename... P> static size_t i8_occ_smem(void (*k)(P...), int threads, int occ) {
+template <typename... P> static size_t i8_occ_smem(void (*k)(P...), unsigned grid, int threads, int occ) {
 #if DL_WARP == 32 && !defined(__HIPCC__)
-    return dl_occ_smem(k, threads, 0, occ);
+    return dl_occ_smem(k, grid, threads, 0, occ);
 #else
-    (void)k, (void)threads, (void)occ;
+    (void)k, (void)grid, (void)threads, (void)occ;
     return 0;
 #endif
 }
@@ -466,12 +466,12 @@ static void i8_go(const i8_call &c) {
         if (c.cfg.i8xp && g_i8xp_allow && (c.cfg.i8xp == 1 || c.w[0].k > I8_XP_MINK)) {
             g_i8xp_n++;
             return dl_launch(dl_k_i8_gemv<1, R, U, NA, 1>, grid, c.cfg.i8wpb * DL_WARP,
-                             i8_occ_smem(dl_k_i8_gemv<1, R, U, NA, 1>, c.cfg.i8wpb * DL_WARP, c.cfg.i8occ), c.st, c.xq,
+                             i8_occ_smem(dl_k_i8_gemv<1, R, U, NA, 1>, grid, c.cfg.i8wpb * DL_WARP, c.cfg.i8occ), c.st, c.xq,
                              c.xs, j, c.kp, i8_spre());
         }
     }
     dl_launch(dl_k_i8_gemv<MR, R, U, NA>, grid, c.cfg.i8wpb * DL_WARP,
-              MR == 1 ? i8_occ_smem(dl_k_i8_gemv<MR, R, U, NA>, c.cfg.i8wpb * DL_WARP, c.cfg.i8occ) : 0, c.st, c.xq, c.xs, j,
+              MR == 1 ? i8_occ_smem(dl_k_i8_gemv<MR, R, U, NA>, grid, c.cfg.i8wpb * DL_WARP, c.cfg.i8occ) : 0, c.st, c.xq, c.xs, j,
               c.kp, i8_spre());
 }
 
