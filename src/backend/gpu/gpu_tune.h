@@ -85,12 +85,15 @@
  *                    default, docs/gpu_backend.md); 2 as 1 for weights
  *                    with k > 4096 only; the backend's cuda.int8_gemv_xp
  *                    gates 1 and 2
- *   occ=0|2..7       the two-stage fp8 ring (ring=1) at M = 1: at most
- *                    this many blocks per SM (0: as many as fit), by
+ *   occ=0|2..7       the two-stage fp8 ring (ring=1) at M = 1: a grid of
+ *                    at most this many blocks per SM runs with at most
+ *                    this many per SM (0, the default: as many as fit), by
  *                    padding the launch's dynamic shared memory (CUDA
  *                    only; no padding where registers already allow no
- *                    more). A grid capped below what fits leaves slots that
- *                    the next kernel's early (PDL) blocks fill evenly.
+ *                    more, nor for larger grids). A grid capped below what
+ *                    fits leaves slots that the next kernel's early (PDL)
+ *                    blocks fill evenly (H100: the GEMV alone +1 to +10
+ *                    points at 6; fp8 decode -1.1% with every GEMV capped).
  *                    The backend's cuda.gemv_occ gates it and counts the
  *                    padded launches (docs/gpu_backend.md, "Occupancy caps")
  *   i8occ=0|2..7     the same for the W8A8 register GEMV at M = 1
