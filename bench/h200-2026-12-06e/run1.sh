@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# (DOTLM_GEMV_OCC / DOTLM_I8_OCC were experiment variables of the builds
+# 54e8763..2a2de07 only; main has the knobs occ / i8occ in DOTLM_GEMV.)
 # session 45 call 1: the fp8 M = 1 ring with its blocks per SM capped by
 # padded shared memory (experiment DOTLM_GEMV_OCC: -1 = ceil(grid / SMs),
 # N = at most N per SM), against the default; GEMVs alone (x's twin, M = 1)
@@ -7,23 +9,16 @@
 dv_init
 echo "gpu: $(nvidia-smi --query-gpu=name --format=csv,noheader)"
 dv_models fp8-block
-gb() { # label, environment via env
-  DOTLM_BENCH_TWIN=1 DOTLM_GEMV_MS=1 timeout 150 "$B/dotlm_gpu_bench" --no-sweep --quick >"$L/gb_$1.log" 2>&1
-  echo "gb $1 rc=$? $(grep -m1 'copy D2D' "$L/gb_$1.log" | tr -s ' ') $(grep -m1 OCC "$L/gb_$1.log")"
-}
-gb occ0
-DOTLM_GEMV_OCC=-1 gb occauto
-DOTLM_GEMV_OCC=6 gb occ6
-DOTLM_GEMV_OCC=5 gb occ5
-DOTLM_GEMV_OCC=-1 DOTLM_GEMV=default,xpf=1 gb occauto_xpf1
+dv_gb occ0
+DOTLM_GEMV_OCC=-1 dv_gb occauto
+DOTLM_GEMV_OCC=6 dv_gb occ6
+DOTLM_GEMV_OCC=5 dv_gb occ5
+DOTLM_GEMV_OCC=-1 DOTLM_GEMV=default,xpf=1 dv_gb occauto_xpf1
 dv_t
 dv_models_wait
 for r in 1 2; do
   dv_decode fp8-block
   echo -n "OCC=-1 "; DOTLM_GEMV_OCC=-1 dv_decode fp8-block
 done
-echo "== fp8 M=1: kernel %copy / late / plain / graph"
-for f in occ0 occauto occ6 occ5 occauto_xpf1; do
-  grep -E '^fp8 block +[0-9]+x[0-9]+ +1 ' "$L/gb_$f.log" | awk -v f=$f '{printf "%-13s %-11s %7s %7s %7s %7s\n", f, $3, $8, $9, $10, $11}'
-done
+dv_gb_table occ0 occauto occ6 occ5 occauto_xpf1
 dv_finish

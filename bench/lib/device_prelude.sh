@@ -13,6 +13,7 @@
 #   dv_decode int8 --prompt-len 512 --gen 64
 #   dv_decode_rounds "14b " 2 fp8-block_14b int8_14b   # 2 rounds at 512, then 4096
 #   dv_gemv_sms "default;default,fp8=hf" all 96   # M = 1 GEMVs on all / 96 SMs
+#   DOTLM_GEMV=default,occ=6 dv_gb occ6; dv_gb_table occ6   # M = 1 GEMVs, one setting
 #   dv_serve_loadgen fp8 /dev/shm/m_fp8-block --concurrency 1,4 --duration 4
 #   dv_finish                    # waits, tars $L into $OUT/logs.tgz
 #
@@ -137,6 +138,23 @@ dv_gemv_sms() {
             timeout 150 "$B/dotlm_gpu_bench" --no-sweep --quick >"$L/gb_$sms.log" 2>&1
         echo "gpu_bench sms=$sms rc=$? $(grep -m1 'copy D2D' "$L/gb_$sms.log" | tr -s ' ') |" \
             "$(grep -m1 'SMs in use' "$L/gb_$sms.log" | tr -s ' ')"
+    done
+}
+
+# dv_gb LABEL: dotlm_gpu_bench's GEMVs at M = 1 (x's twin; DOTLM_GEMV and
+# the rest of the environment from the caller) into $L/gb_LABEL.log, one
+# line; dv_gb_table LABEL...: their fp8 and W8A8 rows, kernel (early
+# chain) / late / plain / graph columns, % of the copy bandwidth.
+dv_gb() {
+    DOTLM_BENCH_TWIN=1 DOTLM_GEMV_MS=1 timeout 150 "$B/dotlm_gpu_bench" --no-sweep --quick >"$L/gb_$1.log" 2>&1
+    echo "gb $1 rc=$? $(grep -m1 'copy D2D' "$L/gb_$1.log" | tr -s ' ')"
+}
+dv_gb_table() {
+    local f
+    echo "== M=1 kernel %copy / late / plain / graph"
+    for f in "$@"; do
+        grep -E '^(fp8 block|int8 W8A8) +[0-9]+x[0-9]+ +1 ' "$L/gb_$f.log" |
+            awk -v f="$f" '{printf "%-13s %-4s %-11s %7s %7s %7s %7s\n", f, $1, $3, $8, $9, $10, $11}'
     done
 }
 
