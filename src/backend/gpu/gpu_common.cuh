@@ -454,20 +454,10 @@ void dl_occ_note();
 /* Shared memory per SM that a capped GEMV leaves to other kernels' blocks
  * (a PDL successor placed while the GEMV is resident needs some: each
  * block takes at least the reserved 1 KiB); DOTLM_OCC_KEEP (experiment,
- * bytes, read once) overrides. */
+ * bytes, read once) overrides. 0: keeping 16 KiB measured the same (H100,
+ * bench/h200-2026-12-06e/run3). */
 #define DL_OCC_KEEP 0
 #if DL_WARP == 32 && !defined(__HIPCC__)
-/* Blocks per SM capped by padded shared memory (knobs occ and i8occ,
- * gpu_tune.h): for occ > 0 and a grid of at most occ blocks per SM in use
- * (one wave under the cap), the launch's dynamic shared memory raised so
- * that at most occ blocks of `threads` fit on an SM, when registers and
- * smem would let more fit (else no padding); a launch that pads is
- * counted (dl_occ_note). A grid capped below what fits leaves slots that a
- * PDL successor's early blocks fill evenly, instead of some SMs taking many
- * of them and finishing last (docs/gpu_backend.md, "Occupancy caps").
- * Returns the bytes to launch with (smem when no padding applies), raising
- * the kernel's dynamic shared memory limit and carve-out once as needed.
- * The kernel's results do not depend on it. */
 /* Kernel k may take `bytes` of dynamic shared memory, with the largest
  * carve-out (raised once per kernel and size, remembered by pointer: kernels
  * of one signature share a template instance of dl_occ_smem). 0 if the
@@ -487,6 +477,17 @@ static inline int dl_occ_raise(const void *k, int bytes) {
     if (i < n) got[i] = bytes;
     return 1;
 }
+/* Blocks per SM capped by padded shared memory (knobs occ and i8occ,
+ * gpu_tune.h): for occ > 0 and a grid of at most occ blocks per SM in use
+ * (one wave under the cap), the launch's dynamic shared memory raised so
+ * that at most occ blocks of `threads` fit on an SM, when registers and
+ * smem would let more fit (else no padding); a launch that pads is
+ * counted (dl_occ_note). A grid capped below what fits leaves slots that a
+ * PDL successor's early blocks fill evenly, instead of some SMs taking many
+ * of them and finishing last (docs/gpu_backend.md, "Occupancy caps").
+ * Returns the bytes to launch with (smem when no padding applies), raising
+ * the kernel's dynamic shared memory limit and carve-out once as needed.
+ * The kernel's results do not depend on it. */
 template <typename... P>
 static size_t dl_occ_smem(void (*k)(P...), unsigned grid, int threads, size_t smem, int occ) {
     if (occ <= 0 || !dl_occ_ok() || grid > (unsigned)occ * (unsigned)gpurt_sm_count()) return smem;
