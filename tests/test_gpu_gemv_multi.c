@@ -475,7 +475,7 @@ static void test_multi_and_variants(int block_only) {
                             const int fr = f8ring && gk_gemv_ring_supported() && strstr(spec, ",ring=1");
                             const int oc = atoi(strstr(spec, ",occ=") + 5), io = atoi(strstr(spec, ",i8occ=") + 7);
                             const int knob = fr ? oc : w8 ? io : 0;
-                            const int cuda = gk_gemv_hf_built(); /* (1 on CUDA, 0 on HIP) */
+                            const int cuda = gk_gemv_occ_supported();
                             if (M == 1 && (fr || w8) && knob != 6)
                                 CHECKF((gk_gemv_occ_launches() > occ0) == (knob == 2 && cuda),
                                        "variant %s %s M=%d: occupancy cap %s", spec, FMTS[f].name, M,

@@ -446,75 +446,20 @@ static inline void dl_launch(void (*k)(P...), dim3 grid, dim3 block, size_t smem
     k<<<grid, block, smem, st>>>(((P)a)...);
 }
 
-/* The GEMV occupancy caps (knobs occ, i8occ; k_matmul_float.cu): 1 if
- * allowed (gk_gemv_occ_allow, the backend's cuda.gemv_occ); dl_occ_note()
- * counts one padded launch (gk_gemv_occ_launches). Host side. */
-int dl_occ_ok();
-void dl_occ_note();
-/* Shared memory per SM that a capped GEMV leaves to other kernels' blocks
- * (a PDL successor placed while the GEMV is resident needs some: each
- * block takes at least the reserved 1 KiB); DOTLM_OCC_KEEP (experiment,
- * bytes, read once) overrides. 0: keeping 16 KiB measured the same (H100,
- * bench/h200-2026-12-06e/run3). */
-#define DL_OCC_KEEP 0
-#if DL_WARP == 32 && !defined(__HIPCC__)
-/* Kernel k may take `bytes` of dynamic shared memory, with the largest
- * carve-out (raised once per kernel and size, remembered by pointer: kernels
- * of one signature share a template instance of dl_occ_smem). 0 if the
- * runtime refused. */
-static inline int dl_occ_raise(const void *k, int bytes) {
-    static const void *ks[64];
-    static int got[64], n = 0;
-    int i = 0;
-    while (i < n && ks[i] != k) i++;
-    if (i < n && got[i] >= bytes) return 1;
-    if (cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) != cudaSuccess ||
-        cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, 100) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return 0;
-    }
-    if (i == n && n < 64) ks[n++] = k;
-    if (i < n) got[i] = bytes;
-    return 1;
-}
 /* Blocks per SM capped by padded shared memory (knobs occ and i8occ,
- * gpu_tune.h): for occ > 0 and a grid of at most occ blocks per SM in use
- * (one wave under the cap), the launch's dynamic shared memory raised so
- * that at most occ blocks of `threads` fit on an SM, when registers and
- * smem would let more fit (else no padding); a launch that pads is
- * counted (dl_occ_note). A grid capped below what fits leaves slots that a
- * PDL successor's early blocks fill evenly, instead of some SMs taking many
- * of them and finishing last (docs/gpu_backend.md, "Occupancy caps").
- * Returns the bytes to launch with (smem when no padding applies), raising
- * the kernel's dynamic shared memory limit and carve-out once as needed.
- * The kernel's results do not depend on it. */
-template <typename... P>
-static size_t dl_occ_smem(void (*k)(P...), unsigned grid, int threads, size_t smem, int occ) {
-    if (occ <= 0 || !dl_occ_ok() || grid > (unsigned)occ * (unsigned)gpurt_sm_count()) return smem;
-    static int per_sm = -1, resv = 0;
-    if (per_sm < 0) {
-        int dev = 0;
-        per_sm = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&resv, cudaDevAttrReservedSharedMemoryPerBlock, dev) != cudaSuccess)
-            per_sm = 0, (void)cudaGetLastError();
-    }
-    cudaFuncAttributes fa;
-    int fit = 0;
-    if (per_sm <= 0 || cudaFuncGetAttributes(&fa, (const void *)k) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, k, threads, smem) != cudaSuccess || occ >= fit) {
-        (void)cudaGetLastError();
-        return smem;
-    }
-    static const int keep = dl_env_int("DOTLM_OCC_KEEP", DL_OCC_KEEP);
-    const long pad = ((long)per_sm - keep) / occ - (long)fa.sharedSizeBytes - resv;
-    if (pad <= (long)smem) return smem;
-    if (!dl_occ_raise((const void *)k, (int)pad)) return smem;
-    dl_occ_note();
-    return (size_t)pad;
-}
-#endif
+ * gpu_tune.h; defined in k_matmul_float.cu): for occ > 0, the cap allowed
+ * (gk_gemv_occ_allow, the backend's cuda.gemv_occ) and a grid of at most
+ * occ blocks per SM in use (one wave under the cap), the dynamic shared
+ * memory that kernel k (`threads` per block, `smem` bytes asked) launches
+ * with so that at most occ of its blocks fit on an SM, when registers and
+ * smem would let more fit; else smem. A padded launch is counted
+ * (gk_gemv_occ_launches), and its kernel's dynamic shared-memory limit and
+ * carve-out raised once. A grid capped below what fits leaves slots that a
+ * PDL successor's early blocks fill evenly, instead of some SMs taking
+ * many of them and finishing last (docs/gpu_backend.md, "Occupancy
+ * caps"). The kernel's results do not depend on it. Host side, the
+ * launching thread; HIP: smem. */
+size_t dl_occ_pad(const void *k, unsigned grid, int threads, size_t smem, int occ);
 
 #if DL_WARP == 32 && !defined(__HIPCC__)
 /* cfg for grid x block (smem dynamic bytes, stream st) in clusters of
@@ -615,7 +560,7 @@ struct dl_gemv_cfg {
     int mlb;            /* fp8 float GEMV at M >= 3 with x permuted: 1 = the ring (every M to 8) capped at 128 registers (CUDA sm_80+); 2 = at M <= 4; 3 = 2 and the M >= 5 register loop capped (gpu_tune.h) */
     int xpf;            /* fp8 two-stage ring at M = 1: chunk c + 1's activations and scales loaded during chunk c (dl_k_gemv_fa PF) */
     int i8xp;           /* W8A8 register GEMV at M = 1: 0 each chunk's codes loaded as used, 1 with its weights one group ahead (dl_k_i8_gemv XQ), 2 as 1 where k > 4096 */
-    int occ, i8occ;     /* at most this many blocks per SM (0 = no cap) for the fp8 two-stage ring at M = 1 / the W8A8 register GEMV at M = 1 (dl_occ_smem; CUDA only) */
+    int occ, i8occ;     /* at most this many blocks per SM (0 = no cap) for the fp8 two-stage ring at M = 1 / the W8A8 register GEMV at M = 1 (dl_occ_pad; CUDA only) */
 };
 const dl_gemv_cfg &dl_gemv_cfg_now();
 /* The weight rings (k_matmul_float.cu): 1 if allowed (gk_gemv_ring_allow)

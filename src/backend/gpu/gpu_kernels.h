@@ -120,6 +120,7 @@ void gk_gemv_ring_xpf_allow(int on);
  * counter), and the gate (off: no padding; on at start). CUDA only. */
 unsigned long long gk_gemv_occ_launches(void);
 void gk_gemv_occ_allow(int on);
+int gk_gemv_occ_supported(void); /* 1 where the caps can pad (CUDA); 0 on HIP */
 /* 16/32-bit GEMV launches at M <= 2 without block scales built without the
  * per-chunk scale load (the same bits), and their gate (default on). */
 unsigned long long gk_gemv_unscaled_launches(void);

@@ -1105,14 +1105,83 @@ extern "C" void gk_gemv_ring_allow(int on) { g_ring_allow = on != 0; }
 int dl_ring_ok() { return g_ring_allow && gk_gemv_ring_supported(); }
 
 /* GEMV launches whose blocks per SM were capped (knobs occ, i8occ;
- * dl_occ_smem) and their gate (gk_gemv_occ_allow, the backend's
+ * dl_occ_pad) and their gate (gk_gemv_occ_allow, the backend's
  * cuda.gemv_occ): off, no launch is padded. */
 static unsigned long long g_occ_n = 0;
 static int g_occ_allow = 1;
 extern "C" unsigned long long gk_gemv_occ_launches(void) { return g_occ_n; }
 extern "C" void gk_gemv_occ_allow(int on) { g_occ_allow = on != 0; }
-int dl_occ_ok() { return g_occ_allow; }
-void dl_occ_note() { g_occ_n++; }
+#if DL_WARP == 32 && !defined(__HIPCC__)
+extern "C" int gk_gemv_occ_supported(void) { return 1; }
+#else
+extern "C" int gk_gemv_occ_supported(void) { return 0; } /* HIP: dl_occ_pad never pads */
+#endif
+
+/* Shared memory per SM that a capped GEMV leaves to other kernels' blocks
+ * (a PDL successor placed while the GEMV is resident needs some: each
+ * block takes at least the reserved 1 KiB); DOTLM_OCC_KEEP (experiment,
+ * bytes, read once) overrides. 0: keeping 16 KiB measured the same (H100,
+ * bench/h200-2026-12-06e/run3). */
+#define DL_OCC_KEEP 0
+
+/* dl_occ_pad's results, one per kernel, block size, asked bytes and cap
+ * (the runtime's occupancy and attribute queries once each, not per
+ * launch); pad 0: no padding for that key. */
+typedef struct {
+    const void *k;
+    int threads, occ;
+    size_t smem, pad;
+} dl_occ_entry;
+
+/* Contract in gpu_common.cuh. The padding: (shared memory per SM - kept) /
+ * occ, less the kernel's static and the reserved per-block bytes. */
+size_t dl_occ_pad(const void *k, unsigned grid, int threads, size_t smem, int occ) {
+#if DL_WARP == 32 && !defined(__HIPCC__)
+    if (occ <= 0 || !g_occ_allow || grid > (unsigned)occ * (unsigned)gpurt_sm_count()) return smem;
+    enum { N = 64 };
+    static dl_occ_entry tab[N];
+    static int n = 0;
+    for (int i = 0; i < n; i++)
+        if (tab[i].k == k && tab[i].threads == threads && tab[i].occ == occ && tab[i].smem == smem) {
+            if (!tab[i].pad) return smem;
+            g_occ_n++;
+            return tab[i].pad;
+        }
+    static int per_sm = -1, resv = 0;
+    if (per_sm < 0) {
+        int dev = 0;
+        per_sm = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&resv, cudaDevAttrReservedSharedMemoryPerBlock, dev) != cudaSuccess)
+            per_sm = 0, (void)cudaGetLastError();
+    }
+    static const int keep = dl_env_int("DOTLM_OCC_KEEP", DL_OCC_KEEP);
+    cudaFuncAttributes fa;
+    int fit = 0;
+    size_t pad = 0;
+    if (per_sm > 0 && cudaFuncGetAttributes(&fa, k) == cudaSuccess &&
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, k, threads, smem) == cudaSuccess && occ < fit) {
+        const long p = ((long)per_sm - keep) / occ - (long)fa.sharedSizeBytes - resv;
+        /* the largest limit this kernel's launches ask for, with the largest carve-out */
+        long most = p;
+        for (int i = 0; i < n; i++)
+            if (tab[i].k == k && (long)tab[i].pad > most) most = (long)tab[i].pad;
+        if (p > (long)smem &&
+            cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)most) == cudaSuccess &&
+            cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, 100) == cudaSuccess)
+            pad = (size_t)p;
+    }
+    (void)cudaGetLastError();
+    if (n < N) tab[n++] = dl_occ_entry{k, threads, occ, smem, pad};
+    if (!pad) return smem;
+    g_occ_n++;
+    return pad;
+#else
+    (void)k, (void)grid, (void)threads, (void)occ;
+    return smem;
+#endif
+}
 
 /* Launches of the two-stage fp8 ring at M = 1 that load chunk c + 1's
  * activations and scales during chunk c (knob xpf, opt-in), and the
@@ -1511,18 +1580,16 @@ static void gv_go_k(const gv_call &c) {
             if constexpr (MR == 1) {
                 if (c.cfg.xpf && g_rpf_allow) {
                     g_rpf_n++;
-                    if (c.cfg.xpf == 2)
-                        return dl_launch(dl_k_gemv_fa<DT, 1, R, CV, 2, XP, 0, 2>, grid, c.cfg.wpb * DL_WARP,
-                                         dl_occ_smem(dl_k_gemv_fa<DT, 1, R, CV, 2, XP, 0, 2>, grid, c.cfg.wpb * DL_WARP, smem, c.cfg.occ), c.st, c.x,
-                                         j, late, dl_ring_spre());
-                    return dl_launch(dl_k_gemv_fa<DT, 1, R, CV, 2, XP, 0, 1>, grid, c.cfg.wpb * DL_WARP,
-                                     dl_occ_smem(dl_k_gemv_fa<DT, 1, R, CV, 2, XP, 0, 1>, grid, c.cfg.wpb * DL_WARP, smem, c.cfg.occ), c.st, c.x, j,
+                    const int th = c.cfg.wpb * DL_WARP;
+                    auto k = c.cfg.xpf == 2 ? dl_k_gemv_fa<DT, 1, R, CV, 2, XP, 0, 2> : dl_k_gemv_fa<DT, 1, R, CV, 2, XP, 0, 1>;
+                    return dl_launch(k, grid, th, dl_occ_pad((const void *)k, grid, th, smem, c.cfg.occ), c.st, c.x, j,
                                      late, dl_ring_spre());
                 }
             }
-            return dl_launch(dl_k_gemv_fa<DT, MR, R, CV, 2, XP>, grid, c.cfg.wpb * DL_WARP,
-                             MR == 1 ? dl_occ_smem(dl_k_gemv_fa<DT, MR, R, CV, 2, XP>, grid, c.cfg.wpb * DL_WARP, smem, c.cfg.occ) : smem, c.st, c.x,
-                             j, late, dl_ring_spre());
+            const int th = c.cfg.wpb * DL_WARP;
+            auto k = dl_k_gemv_fa<DT, MR, R, CV, 2, XP>;
+            return dl_launch(k, grid, th, MR == 1 ? dl_occ_pad((const void *)k, grid, th, smem, c.cfg.occ) : smem,
+                             c.st, c.x, j, late, dl_ring_spre());
         }
     }
 #endif

@@ -442,17 +442,6 @@ static int g_i8xp_allow = 1;
 extern "C" unsigned long long gk_int8_gemv_xp_launches(void) { return g_i8xp_n; }
 extern "C" void gk_int8_gemv_xp_allow(int on) { g_i8xp_allow = on != 0; }
 
-/* The W8A8 M = 1 register GEMV's blocks per SM capped (knob i8occ,
- * dl_occ_smem); CUDA only (HIP: no padding). */
-template <typename... P> static size_t i8_occ_smem(void (*k)(P...), unsigned grid, int threads, int occ) {
-#if DL_WARP == 32 && !defined(__HIPCC__)
-    return dl_occ_smem(k, grid, threads, 0, occ);
-#else
-    (void)k, (void)grid, (void)threads, (void)occ;
-    return 0;
-#endif
-}
-
 template <int MR, int R, int U, int NA>
 static void i8_go(const i8_call &c) {
     dl_gv_job j;
@@ -461,17 +450,19 @@ static void i8_go(const i8_call &c) {
     for (int i = 0; i < c.count; i++) split |= (kss[i] = i8_ks(c.w[i], c.cfg.i8ks)) > 1;
     g_i8ks_n += split;
     const unsigned grid = dl_gv_job_make(&j, c.w, c.y, c.count, c.cfg.i8wpb, R, kss);
+    const int th = c.cfg.i8wpb * DL_WARP;
     if constexpr (MR == 1) {
         /* i8xp=2: only weights with k > I8_XP_MINK (one warp per row group then streams > 8 chunks per lane) */
         if (c.cfg.i8xp && g_i8xp_allow && (c.cfg.i8xp == 1 || c.w[0].k > I8_XP_MINK)) {
             g_i8xp_n++;
-            return dl_launch(dl_k_i8_gemv<1, R, U, NA, 1>, grid, c.cfg.i8wpb * DL_WARP,
-                             i8_occ_smem(dl_k_i8_gemv<1, R, U, NA, 1>, grid, c.cfg.i8wpb * DL_WARP, c.cfg.i8occ), c.st, c.xq,
-                             c.xs, j, c.kp, i8_spre());
+            auto k = dl_k_i8_gemv<1, R, U, NA, 1>;
+            return dl_launch(k, grid, th, dl_occ_pad((const void *)k, grid, th, 0, c.cfg.i8occ), c.st, c.xq, c.xs, j,
+                             c.kp, i8_spre());
         }
     }
-    dl_launch(dl_k_i8_gemv<MR, R, U, NA>, grid, c.cfg.i8wpb * DL_WARP,
-              MR == 1 ? i8_occ_smem(dl_k_i8_gemv<MR, R, U, NA>, grid, c.cfg.i8wpb * DL_WARP, c.cfg.i8occ) : 0, c.st, c.xq, c.xs, j,
+    /* (the M = 1 blocks per SM capped by knob i8occ: dl_occ_pad) */
+    auto k = dl_k_i8_gemv<MR, R, U, NA>;
+    dl_launch(k, grid, th, MR == 1 ? dl_occ_pad((const void *)k, grid, th, 0, c.cfg.i8occ) : 0, c.st, c.xq, c.xs, j,
               c.kp, i8_spre());
 }
 
