@@ -121,6 +121,10 @@ void gk_gemv_ring_xpf_allow(int on);
 unsigned long long gk_gemv_occ_launches(void);
 void gk_gemv_occ_allow(int on);
 int gk_gemv_occ_supported(void); /* 1 where the caps can pad (CUDA); 0 on HIP */
+/* Launches with a cap asked for (and allowed) that it left unpadded: the
+ * grid more than the cap's blocks per SM, or registers already allowing no
+ * more than the cap. CUDA only. */
+unsigned long long gk_gemv_occ_left_launches(void);
 /* 16/32-bit GEMV launches at M <= 2 without block scales built without the
  * per-chunk scale load (the same bits), and their gate (default on). */
 unsigned long long gk_gemv_unscaled_launches(void);

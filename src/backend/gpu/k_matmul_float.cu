@@ -1107,9 +1107,10 @@ int dl_ring_ok() { return g_ring_allow && gk_gemv_ring_supported(); }
 /* GEMV launches whose blocks per SM were capped (knobs occ, i8occ;
  * dl_occ_pad) and their gate (gk_gemv_occ_allow, the backend's
  * cuda.gemv_occ): off, no launch is padded. */
-static unsigned long long g_occ_n = 0;
+static unsigned long long g_occ_n = 0, g_occ_left_n = 0;
 static int g_occ_allow = 1;
 extern "C" unsigned long long gk_gemv_occ_launches(void) { return g_occ_n; }
+extern "C" unsigned long long gk_gemv_occ_left_launches(void) { return g_occ_left_n; }
 extern "C" void gk_gemv_occ_allow(int on) { g_occ_allow = on != 0; }
 #if DL_WARP == 32 && !defined(__HIPCC__)
 extern "C" int gk_gemv_occ_supported(void) { return 1; }
@@ -1137,13 +1138,20 @@ typedef struct {
  * occ, less the kernel's static and the reserved per-block bytes. */
 size_t dl_occ_pad(const void *k, unsigned grid, int threads, size_t smem, int occ) {
 #if DL_WARP == 32 && !defined(__HIPCC__)
-    if (occ <= 0 || !g_occ_allow || grid > (unsigned)occ * (unsigned)gpurt_sm_count()) return smem;
+    if (occ <= 0 || !g_occ_allow) return smem;
+    if (grid > (unsigned)occ * (unsigned)gpurt_sm_count()) {
+        g_occ_left_n++;
+        return smem;
+    }
     enum { N = 64 };
     static dl_occ_entry tab[N];
     static int n = 0;
     for (int i = 0; i < n; i++)
         if (tab[i].k == k && tab[i].threads == threads && tab[i].occ == occ && tab[i].smem == smem) {
-            if (!tab[i].pad) return smem;
+            if (!tab[i].pad) {
+                g_occ_left_n++;
+                return smem;
+            }
             g_occ_n++;
             return tab[i].pad;
         }
@@ -1174,7 +1182,10 @@ size_t dl_occ_pad(const void *k, unsigned grid, int threads, size_t smem, int oc
     }
     (void)cudaGetLastError();
     if (n < N) tab[n++] = dl_occ_entry{k, threads, occ, smem, pad};
-    if (!pad) return smem;
+    if (!pad) {
+        g_occ_left_n++;
+        return smem;
+    }
     g_occ_n++;
     return pad;
 #else
