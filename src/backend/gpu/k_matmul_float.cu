@@ -1162,25 +1162,38 @@ size_t dl_occ_pad(const void *k, unsigned grid, int threads, size_t smem, int oc
         if (cudaGetDevice(&dev) != cudaSuccess ||
             cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess ||
             cudaDeviceGetAttribute(&resv, cudaDevAttrReservedSharedMemoryPerBlock, dev) != cudaSuccess)
-            per_sm = 0, (void)cudaGetLastError();
+            per_sm = 0, (void)cudaGetLastError(); /* clears only our own failed query */
     }
     static const int keep = dl_env_int("DOTLM_OCC_KEEP", DL_OCC_KEEP);
     cudaFuncAttributes fa;
     int fit = 0;
     size_t pad = 0;
-    if (per_sm > 0 && cudaFuncGetAttributes(&fa, k) == cudaSuccess &&
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, k, threads, smem) == cudaSuccess && occ < fit) {
+    /* a query of ours that fails leaves its error for cudaGetLastError;
+     * clear it then, and only then, so an earlier launch's error still
+     * reaches the caller's check */
+    int failed = 0;
+    if (per_sm > 0) {
+        if (cudaFuncGetAttributes(&fa, k) != cudaSuccess ||
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, k, threads, smem) != cudaSuccess)
+            failed = 1, fit = 0;
+    }
+    if (!failed && per_sm > 0 && occ < fit) {
         const long p = ((long)per_sm - keep) / occ - (long)fa.sharedSizeBytes - resv;
         /* the largest limit this kernel's launches ask for, with the largest carve-out */
         long most = p;
         for (int i = 0; i < n; i++)
             if (tab[i].k == k && (long)tab[i].pad > most) most = (long)tab[i].pad;
-        if (p > (long)smem &&
-            cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)most) == cudaSuccess &&
-            cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, 100) == cudaSuccess)
-            pad = (size_t)p;
+        /* set the attributes only where the kernel's do not already cover them */
+        const int set = fa.maxDynamicSharedSizeBytes < most || fa.preferredShmemCarveout != 100;
+        if (p > (long)smem) {
+            if (!set || (cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)most) == cudaSuccess &&
+                         cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, 100) == cudaSuccess))
+                pad = (size_t)p;
+            else
+                failed = 1;
+        }
     }
-    (void)cudaGetLastError();
+    if (failed) (void)cudaGetLastError();
     if (n < N) tab[n++] = dl_occ_entry{k, threads, occ, smem, pad};
     if (!pad) {
         g_occ_left_n++;
