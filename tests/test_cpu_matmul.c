@@ -20,30 +20,16 @@ static uint64_t rs;
 static int g_avx2;   /* CPU has the fast kernels */
 static int g_avx512; /* and the AVX-512VL tiles (the backend's test: qmm_cpu_features) */
 
-static void *store(const float *v, size_t n, dl_dtype t) {
-    void *p = malloc(n * 4 + 4);
-    for (size_t i = 0; i < n; i++) {
-        if (t == DT_F32) ((float *)p)[i] = v[i];
-        else if (t == DT_F16) ((uint16_t *)p)[i] = f32_to_f16(v[i]);
-        else ((uint16_t *)p)[i] = f32_to_bf16(v[i]);
-    }
-    return p;
-}
-static double dec(const void *p, size_t i, dl_dtype t) {
-    if (t == DT_F32) return ((const float *)p)[i];
-    if (t == DT_F16) return f16_to_f32(((const uint16_t *)p)[i]);
-    return bf16_to_f32(((const uint16_t *)p)[i]);
-}
 
 static dl_weight make_w(int n, int k, int ld, dl_dtype t, int bias, dl_dtype bt) {
     size_t sz = (size_t)n * ld;
     float *v = malloc(sz * 4);
     for (size_t i = 0; i < sz; i++) v[i] = tu_randf(&rs);
     dl_weight w = {.name = "w", .dtype = t, .n = n, .k = k, .ld = ld};
-    w.data = store(v, sz, t);
+    w.data = tu_store(v, sz, t);
     if (bias) {
         for (int i = 0; i < n; i++) v[i] = tu_randf(&rs);
-        w.bias = store(v, (size_t)n, bt);
+        w.bias = tu_store(v, (size_t)n, bt);
         w.bias_dtype = bt;
     }
     free(v);
@@ -90,8 +76,8 @@ static void check_case(dl_backend *be, dl_dtype t, int M, int n, int k, int ld, 
     for (int m = 0; m < M; m++)
         for (int j = 0; j < n; j++) {
             double s = 0;
-            for (int i = 0; i < k; i++) s += (double)x[(size_t)m * k + i] * dec(w.data, (size_t)j * ld + i, t);
-            if (bias) s += dec(w.bias, (size_t)j, bt);
+            for (int i = 0; i < k; i++) s += (double)x[(size_t)m * k + i] * tu_load(w.data, (size_t)j * ld + i, t);
+            if (bias) s += tu_load(w.bias, (size_t)j, bt);
             yd[(size_t)m * n + j] = (float)s;
         }
     double ef = tu_max_rel(yf, yr, yn), er = tu_max_rel(yr, yd, yn), efd = tu_max_rel(yf, yd, yn);

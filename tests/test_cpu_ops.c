@@ -18,21 +18,6 @@ static void fill(float *p, size_t n, float amp) {
     for (size_t i = 0; i < n; i++) p[i] = amp * tu_randf(&rs);
 }
 
-/* Store float values in dtype t (F32/F16/BF16); returns malloc'd bytes. */
-static void *store(const float *v, size_t n, dl_dtype t) {
-    void *p = malloc(n * 4 + 4);
-    for (size_t i = 0; i < n; i++) {
-        if (t == DT_F32) ((float *)p)[i] = v[i];
-        else if (t == DT_F16) ((uint16_t *)p)[i] = f32_to_f16(v[i]);
-        else ((uint16_t *)p)[i] = f32_to_bf16(v[i]);
-    }
-    return p;
-}
-static double dec(const void *p, size_t i, dl_dtype t) {
-    if (t == DT_F32) return ((const float *)p)[i];
-    if (t == DT_F16) return f16_to_f32(((const uint16_t *)p)[i]);
-    return bf16_to_f32(((const uint16_t *)p)[i]);
-}
 
 static void fast_on(void) { kreg_reset_switches(); }
 static void fast_off(void) { kreg_disable("cpu.*"); }
@@ -45,7 +30,7 @@ static void test_embed(dl_backend *be) {
         float *src = malloc(sizeof(float) * V * ld);
         fill(src, (size_t)V * ld, 2);
         dl_weight e = {.name = "emb", .dtype = WT[ti], .n = V, .k = d, .ld = ld};
-        e.data = store(src, (size_t)V * ld, WT[ti]);
+        e.data = tu_store(src, (size_t)V * ld, WT[ti]);
         int32_t tok[9], seq[9] = {0}, pos[9];
         for (int i = 0; i < ntok; i++) tok[i] = (int32_t)(tu_rand_u64(&rs) % V), pos[i] = i;
         dl_batch b = {ntok, tok, seq, pos};
@@ -59,7 +44,7 @@ static void test_embed(dl_backend *be) {
         int ok = 1;
         for (int i = 0; i < ntok; i++)
             for (int j = 0; j < d; j++)
-                if ((double)y2[i * d + j] != dec(e.data, (size_t)tok[i] * ld + j, WT[ti])) ok = 0;
+                if ((double)y2[i * d + j] != tu_load(e.data, (size_t)tok[i] * ld + j, WT[ti])) ok = 0;
         CHECKF(ok, "embed ref wrong (%s)", dt_name(WT[ti]));
         free(y1), free(y2), free(src), free((void *)e.data);
     }
@@ -98,7 +83,7 @@ static void test_rmsnorm(dl_backend *be) {
                 fill(x, n, 3);
                 fill(wv, (size_t)d, 1.5f);
                 dl_weight w = {.name = "norm", .dtype = WT[ti], .n = d, .k = 1, .ld = 1};
-                w.data = store(wv, (size_t)d, WT[ti]);
+                w.data = tu_store(wv, (size_t)d, WT[ti]);
                 fast_on();
                 be->rmsnorm(be, y1, x, &w, rows, d, eps, zc);
                 fast_off();
@@ -111,7 +96,7 @@ static void test_rmsnorm(dl_backend *be) {
                     for (int j = 0; j < d; j++) ss += (double)x[r * d + j] * x[r * d + j];
                     double inv = 1.0 / sqrt(ss / d + eps);
                     for (int j = 0; j < d; j++) {
-                        double wj = dec(w.data, (size_t)j, WT[ti]);
+                        double wj = tu_load(w.data, (size_t)j, WT[ti]);
                         yd[r * d + j] = (float)(x[r * d + j] * inv * (zc ? 1.0 + wj : wj));
                     }
                 }

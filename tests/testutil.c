@@ -39,3 +39,23 @@ double tu_max_rel(const float *a, const float *b, size_t n) {
     }
     return d / (m > 1e-30 ? m : 1e-30);
 }
+
+void *tu_store(const float *v, size_t n, dl_dtype t) {
+    void *p = malloc(n * 4 + 4);
+    if (!p) {
+        fprintf(stderr, "tu_store: out of memory (%zu values)\n", n);
+        exit(2);
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (t == DT_F32) ((float *)p)[i] = v[i];
+        else if (t == DT_F16) ((uint16_t *)p)[i] = f32_to_f16(v[i]);
+        else ((uint16_t *)p)[i] = f32_to_bf16(v[i]);
+    }
+    return p;
+}
+
+double tu_load(const void *p, size_t i, dl_dtype t) {
+    if (t == DT_F32) return ((const float *)p)[i];
+    if (t == DT_F16) return f16_to_f32(((const uint16_t *)p)[i]);
+    return bf16_to_f32(((const uint16_t *)p)[i]);
+}

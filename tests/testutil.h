@@ -3,7 +3,10 @@
 #pragma once
 #include <math.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdint.h>
+
+#include "core/dtype.h"
 
 extern int tu_pass, tu_fail;
 
@@ -38,3 +41,8 @@ float tu_randf(uint64_t *s);
 uint64_t tu_seed(void);
 /* max |a - b| / max(max|b|, tiny) */
 double tu_max_rel(const float *a, const float *b, size_t n);
+/* n floats stored as dtype t (DT_F32, DT_F16 or DT_BF16, rounded to
+ * nearest even); malloc'd, with 4 spare bytes; the caller frees. */
+void *tu_store(const float *v, size_t n, dl_dtype t);
+/* Element i of p (dtype t as for tu_store), widened to double. */
+double tu_load(const void *p, size_t i, dl_dtype t);
