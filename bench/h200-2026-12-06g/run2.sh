@@ -13,8 +13,8 @@ echo "gpu: $(nvidia-smi --query-gpu=name --format=csv,noheader)"
 dv_models fp8-block int8
 dv_gb dflt
 DOTLM_GEMV=default,occ=6,i8occ=6 dv_gb occ6
-DOTLM_GEMV=default,occ=4,i8occ=4 dv_gb occ4
-dv_gb_table dflt occ6 occ4
+DOTLM_GEMV=default,occ=7,i8occ=7 dv_gb occ7
+dv_gb_table dflt occ6 occ7
 dv_t
 dv_models_wait
 for r in 1 2; do
