@@ -20,7 +20,6 @@ static uint64_t rs;
 static int g_avx2;   /* CPU has the fast kernels */
 static int g_avx512; /* and the AVX-512VL tiles (the backend's test: qmm_cpu_features) */
 
-
 static dl_weight make_w(int n, int k, int ld, dl_dtype t, int bias, dl_dtype bt) {
     size_t sz = (size_t)n * ld;
     float *v = malloc(sz * 4);

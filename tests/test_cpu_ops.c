@@ -18,7 +18,6 @@ static void fill(float *p, size_t n, float amp) {
     for (size_t i = 0; i < n; i++) p[i] = amp * tu_randf(&rs);
 }
 
-
 static void fast_on(void) { kreg_reset_switches(); }
 static void fast_off(void) { kreg_disable("cpu.*"); }
 

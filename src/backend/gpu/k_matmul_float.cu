@@ -1134,27 +1134,14 @@ typedef struct {
     size_t smem, pad;
 } dl_occ_entry;
 
-/* Contract in gpu_common.cuh. The padding: (shared memory per SM - kept) /
- * occ, less the kernel's static and the reserved per-block bytes. */
-size_t dl_occ_pad(const void *k, unsigned grid, int threads, size_t smem, int occ) {
 #if DL_WARP == 32 && !defined(__HIPCC__)
-    if (occ <= 0 || !g_occ_allow) return smem;
-    if (grid > (unsigned)occ * (unsigned)gpurt_sm_count()) {
-        g_occ_left_n++;
-        return smem;
-    }
-    enum { N = 64 };
-    static dl_occ_entry tab[N];
-    static int n = 0;
-    for (int i = 0; i < n; i++)
-        if (tab[i].k == k && tab[i].threads == threads && tab[i].occ == occ && tab[i].smem == smem) {
-            if (!tab[i].pad) {
-                g_occ_left_n++;
-                return smem;
-            }
-            g_occ_n++;
-            return tab[i].pad;
-        }
+/* The padding for a key not in dl_occ_pad's table tab[0..n) (0: none;
+ * its size is in dl_occ_pad's comment): the runtime's occupancy and
+ * attribute queries, and the kernel's limit and carve-out set where its
+ * attributes do not already cover them. A query that fails clears its
+ * own error and gives 0; an earlier launch's error is left for the
+ * caller's check. */
+static size_t dl_occ_measure(const void *k, int threads, size_t smem, int occ, const dl_occ_entry *tab, int n) {
     static int per_sm = -1, resv = 0;
     if (per_sm < 0) {
         int dev = 0;
@@ -1162,39 +1149,52 @@ size_t dl_occ_pad(const void *k, unsigned grid, int threads, size_t smem, int oc
         if (cudaGetDevice(&dev) != cudaSuccess ||
             cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess ||
             cudaDeviceGetAttribute(&resv, cudaDevAttrReservedSharedMemoryPerBlock, dev) != cudaSuccess)
-            per_sm = 0, (void)cudaGetLastError(); /* clears only our own failed query */
+            per_sm = 0, (void)cudaGetLastError();
     }
+    if (per_sm <= 0) return 0;
     static const int keep = dl_env_int("DOTLM_OCC_KEEP", DL_OCC_KEEP);
     cudaFuncAttributes fa;
     int fit = 0;
-    size_t pad = 0;
-    /* a query of ours that fails leaves its error for cudaGetLastError;
-     * clear it then, and only then, so an earlier launch's error still
-     * reaches the caller's check */
-    int failed = 0;
-    if (per_sm > 0) {
-        if (cudaFuncGetAttributes(&fa, k) != cudaSuccess ||
-            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, k, threads, smem) != cudaSuccess)
-            failed = 1, fit = 0;
+    if (cudaFuncGetAttributes(&fa, k) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, k, threads, smem) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
     }
-    if (!failed && per_sm > 0 && occ < fit) {
-        const long p = ((long)per_sm - keep) / occ - (long)fa.sharedSizeBytes - resv;
-        /* the largest limit this kernel's launches ask for, with the largest carve-out */
-        long most = p;
-        for (int i = 0; i < n; i++)
-            if (tab[i].k == k && (long)tab[i].pad > most) most = (long)tab[i].pad;
-        /* set the attributes only where the kernel's do not already cover them */
-        const int set = fa.maxDynamicSharedSizeBytes < most || fa.preferredShmemCarveout != 100;
-        if (p > (long)smem) {
-            if (!set || (cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)most) == cudaSuccess &&
-                         cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, 100) == cudaSuccess))
-                pad = (size_t)p;
-            else
-                failed = 1;
+    if (occ >= fit) return 0;
+    const long p = ((long)per_sm - keep) / occ - (long)fa.sharedSizeBytes - resv;
+    if (p <= (long)smem) return 0;
+    /* the largest limit this kernel's launches ask for, with the largest carve-out */
+    long most = p;
+    for (int i = 0; i < n; i++)
+        if (tab[i].k == k && (long)tab[i].pad > most) most = (long)tab[i].pad;
+    if ((fa.maxDynamicSharedSizeBytes < most || fa.preferredShmemCarveout != 100) &&
+        (cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)most) != cudaSuccess ||
+         cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, 100) != cudaSuccess)) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return (size_t)p;
+}
+#endif
+
+/* Contract in gpu_common.cuh. The padding: (shared memory per SM - kept) /
+ * occ, less the kernel's static and the reserved per-block bytes. */
+size_t dl_occ_pad(const void *k, unsigned grid, int threads, size_t smem, int occ) {
+#if DL_WARP == 32 && !defined(__HIPCC__)
+    if (occ <= 0 || !g_occ_allow) return smem;
+    enum { N = 64 };
+    static dl_occ_entry tab[N];
+    static int n = 0;
+    size_t pad = 0;
+    if (grid <= (unsigned)occ * (unsigned)gpurt_sm_count()) {
+        int i = 0;
+        while (i < n && !(tab[i].k == k && tab[i].threads == threads && tab[i].occ == occ && tab[i].smem == smem)) i++;
+        if (i < n) pad = tab[i].pad;
+        else {
+            pad = dl_occ_measure(k, threads, smem, occ, tab, n);
+            if (n < N) tab[n++] = dl_occ_entry{k, threads, occ, smem, pad};
         }
     }
-    if (failed) (void)cudaGetLastError();
-    if (n < N) tab[n++] = dl_occ_entry{k, threads, occ, smem, pad};
     if (!pad) {
         g_occ_left_n++;
         return smem;
