@@ -2,11 +2,8 @@
 # session 44 call 7 (only on an H200): the Qwen3-14B-shaped fp8 and W8A8
 # models, whose GEMVs are the #4 shapes, never decoded on an H200 yet;
 # two rounds at 512, then after 4096. The build of run6 (i8xp by device).
-nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || {
-    echo "not an H200: $(nvidia-smi --query-gpu=name --format=csv,noheader)"
-    exit 0
-}
 . bench/lib/device_prelude.sh
+dv_only_on H200
 dv_init
 dv_models --preset qwen3-14b fp8-block int8
 dv_model_ready fp8-block_14b

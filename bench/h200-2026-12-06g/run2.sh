@@ -3,11 +3,8 @@
 # occupancy caps on the H200, which has never run them: the M = 1 GEMVs
 # with occ=6 / i8occ=6 against the defaults, then Qwen3-8B decode at 512,
 # interleaved, two rounds (fp8 with occ 6, W8A8 with i8occ 6).
-nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || {
-    echo "not an H200: $(nvidia-smi --query-gpu=name --format=csv,noheader)"
-    exit 0
-}
 . bench/lib/device_prelude.sh
+dv_only_on H200
 dv_init
 echo "gpu: $(nvidia-smi --query-gpu=name --format=csv,noheader)"
 dv_models fp8-block int8

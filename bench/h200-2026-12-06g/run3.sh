@@ -2,11 +2,8 @@
 # session 47 call 3 (only on an H200; exits at once elsewhere): run2 cut
 # to what the last ~270 s of device time allow: the M = 1 GEMVs with
 # occ=6 / i8occ=6 against the defaults, no decode.
-nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || {
-    echo "not an H200: $(nvidia-smi --query-gpu=name --format=csv,noheader)"
-    exit 0
-}
 . bench/lib/device_prelude.sh
+dv_only_on H200
 dv_init
 echo "gpu: $(nvidia-smi --query-gpu=name --format=csv,noheader)"
 dv_gb dflt

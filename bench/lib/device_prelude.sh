@@ -4,6 +4,7 @@
 # Source it from the repository root:
 #
 #   . bench/lib/device_prelude.sh
+#   dv_only_on H200              # optional: end here on any other card
 #   dv_init                      # $OUT/$L, the GPU's name, unpack into $B
 #   dv_models fp8-block int8     # Qwen3-8B-shaped models in /dev/shm (background)
 #   dv_models --preset qwen3-14b int8   # /dev/shm/m_int8_14b
@@ -32,6 +33,18 @@ OUT=${OUT:-/tmp/out}
 L=/tmp/dv_l # logs travel back only inside $OUT/logs.tgz (the file count is limited)
 B=/tmp/r
 DV_T0=$(date +%s)
+
+# dv_only_on NAME: ends the script (status 0, one line) unless the GPU's
+# name contains NAME (e.g. H200), so a call that got another card stops
+# before unpacking anything.
+dv_only_on() {
+    local g
+    g=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1)
+    case "$g" in
+    *"$1"*) ;;
+    *) echo "not an $1: $g"; exit 0 ;;
+    esac
+}
 
 # Seconds since dv_init, as "t=Ns".
 dv_t() { echo "t=$(($(date +%s) - DV_T0))s"; }
