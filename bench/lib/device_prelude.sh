@@ -116,12 +116,14 @@ dv_tests() {
 
 # dv_decode FORMAT [dotlm bench args...]: one decode benchmark of /dev/shm/m_FORMAT
 # on cuda (default --prompt-len 512 --gen 64); environment from the caller.
+# Its log also holds the kernel dispatch counters (--stats), so a knob's
+# launches can be read off every decode after the call.
 dv_decode() {
     local f=$1 log
     shift
     [ $# -gt 0 ] || set -- --prompt-len 512 --gen 64
     log=$L/dec_$f.$(date +%s%N).log
-    timeout 90 "$B/dotlm" bench --model "/dev/shm/m_$f" --backend cuda "$@" >"$log" 2>&1
+    timeout 90 "$B/dotlm" bench --model "/dev/shm/m_$f" --backend cuda "$@" --stats >"$log" 2>&1
     echo "decode $f ${DOTLM_GPU_SMS:+sms=$DOTLM_GPU_SMS }${DOTLM_GEMV:+DOTLM_GEMV=$DOTLM_GEMV }${DOTLM_GPU_DIAG_SKIP:+skip=$DOTLM_GPU_DIAG_SKIP }${DOTLM_GPU_ATTN_ROW:+row=$DOTLM_GPU_ATTN_ROW }$*: $(grep -hE '^decode' "$log" | tail -1)"
 }
 
