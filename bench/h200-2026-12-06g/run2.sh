@@ -6,18 +6,10 @@
 . bench/lib/device_prelude.sh
 dv_only_on H200
 dv_init
-echo "gpu: $(nvidia-smi --query-gpu=name --format=csv,noheader)"
+echo "gpu: $DV_GPU"
 dv_models fp8-block int8
-dv_gb dflt
-DOTLM_GEMV=default,occ=6,i8occ=6 dv_gb occ6
-DOTLM_GEMV=default,occ=7,i8occ=7 dv_gb occ7
-dv_gb_table dflt occ6 occ7
+dv_gb_caps 6 7
 dv_t
 dv_models_wait
-for r in 1 2; do
-  dv_decode fp8-block
-  DOTLM_GEMV=default,occ=6 dv_decode fp8-block
-  dv_decode int8
-  DOTLM_GEMV=default,i8occ=6 dv_decode int8
-done
+dv_occ_rounds "" ""
 dv_finish

@@ -5,8 +5,6 @@
 . bench/lib/device_prelude.sh
 dv_only_on H200
 dv_init
-echo "gpu: $(nvidia-smi --query-gpu=name --format=csv,noheader)"
-dv_gb dflt
-DOTLM_GEMV=default,occ=6,i8occ=6 dv_gb occ6
-dv_gb_table dflt occ6
+echo "gpu: $DV_GPU"
+dv_gb_caps 6
 dv_finish

@@ -6,29 +6,19 @@
 # 512, interleaved, two rounds (fp8 with occ 6, W8A8 with i8occ 6).
 . bench/lib/device_prelude.sh
 dv_init
-g=$(nvidia-smi --query-gpu=name --format=csv,noheader)
-echo "gpu: $g"
+echo "gpu: $DV_GPU"
 dv_models fp8-block int8
-dv_gb dflt
-DOTLM_GEMV=default,occ=6,i8occ=6 dv_gb occ6
-case "$g" in
-*H200*)
-  DOTLM_GEMV=default,occ=7,i8occ=7 dv_gb occ7
-  dv_gb_table dflt occ6 occ7 ;;
-*) dv_gb_table dflt occ6 ;;
+case "$DV_GPU" in
+*H200*) dv_gb_caps 6 7 ;;
+*) dv_gb_caps 6 ;;
 esac
 dv_t
 dv_tests
 grep -m5 FAIL "$L/test_gpu_gemv_multi.log"
 dv_t
-case "$g" in
+case "$DV_GPU" in
 *H200*)
   dv_models_wait
-  for r in 1 2; do
-    dv_decode fp8-block
-    DOTLM_GEMV=default,occ=6 dv_decode fp8-block
-    dv_decode int8
-    DOTLM_GEMV=default,i8occ=6 dv_decode int8
-  done ;;
+  dv_occ_rounds "" "" ;;
 esac
 dv_finish

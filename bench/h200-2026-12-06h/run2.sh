@@ -8,33 +8,18 @@
 # and 7 and Qwen3-8B decode with the caps.
 . bench/lib/device_prelude.sh
 dv_init
-g=$(nvidia-smi --query-gpu=name --format=csv,noheader)
-echo "gpu: $g"
+echo "gpu: $DV_GPU"
 dv_models --preset qwen3-14b fp8-block int8
-case "$g" in
+case "$DV_GPU" in
 *H200*)
   dv_models fp8-block int8
-  dv_gb dflt
-  DOTLM_GEMV=default,occ=6,i8occ=6 dv_gb occ6
-  DOTLM_GEMV=default,occ=7,i8occ=7 dv_gb occ7
-  dv_gb_table dflt occ6 occ7
+  dv_gb_caps 6 7
   dv_models_wait
-  for r in 1 2; do
-    dv_decode fp8-block
-    DOTLM_GEMV=default,occ=6 dv_decode fp8-block
-    dv_decode int8
-    DOTLM_GEMV=default,i8occ=6 dv_decode int8
-  done ;;
-*) timeout 25 stdbuf -oL "$B/dotlm_gpu_bench" --no-sweep --quick >"$L/peaks.log" 2>&1
-   grep -m1 "copy D2D" "$L/peaks.log" ;;
+  dv_occ_rounds "" "" ;;
+*) dv_copy_bw ;;
 esac
 dv_t
 dv_models_wait
-for r in 1 2; do
-  echo -n "14b "; dv_decode fp8-block_14b
-  echo -n "14b "; DOTLM_GEMV=default,occ=6 dv_decode fp8-block_14b
-  echo -n "14b "; dv_decode int8_14b
-  echo -n "14b "; DOTLM_GEMV=default,i8occ=6 dv_decode int8_14b
-done
+dv_occ_rounds "14b " _14b
 dv_t
 dv_finish

@@ -6,14 +6,10 @@
 # the caps, which that card has never run.
 . bench/lib/device_prelude.sh
 dv_init
-g=$(nvidia-smi --query-gpu=name --format=csv,noheader)
-echo "gpu: $g"
+echo "gpu: $DV_GPU"
 dv_models --preset qwen3-14b fp8-block int8
-case "$g" in
-*H200*)
-  dv_gb dflt
-  DOTLM_GEMV=default,occ=6,i8occ=6 dv_gb occ6
-  dv_gb_table dflt occ6 ;;
+case "$DV_GPU" in
+*H200*) dv_gb_caps 6 ;;
 esac
 dv_models_wait
 echo -n "14b "; DOTLM_GEMV=default,occ=6 dv_decode fp8-block_14b --prompt-len 512 --gen 64 --stats

@@ -5,7 +5,7 @@
 #
 #   . bench/lib/device_prelude.sh
 #   dv_only_on H200              # optional: end here on any other card
-#   dv_init                      # $OUT/$L, the GPU's name, unpack into $B
+#   dv_init                      # $OUT/$L, the GPU's name ($DV_GPU), unpack into $B
 #   dv_models fp8-block int8     # Qwen3-8B-shaped models in /dev/shm (background)
 #   dv_models --preset qwen3-14b int8   # /dev/shm/m_int8_14b
 #   dv_gate                      # SASS opcode gate on $B/dotlm (background)
@@ -15,6 +15,9 @@
 #   dv_decode_rounds "14b " 2 fp8-block_14b int8_14b   # 2 rounds at 512, then 4096
 #   dv_gemv_sms "default;default,fp8=hf" all 96   # M = 1 GEMVs on all / 96 SMs
 #   DOTLM_GEMV=default,occ=6 dv_gb occ6; dv_gb_table occ6   # M = 1 GEMVs, one setting
+#   dv_gb_caps 6 7               # M = 1 GEMVs with no cap, caps 6 and 7; the table
+#   dv_occ_rounds "14b " _14b    # decode with and without the caps, 2 rounds
+#   dv_copy_bw                   # the copy bandwidth alone (one line)
 #   dv_serve_loadgen fp8 /dev/shm/m_fp8-block --concurrency 1,4 --duration 4
 #   dv_finish                    # waits, tars $L into $OUT/logs.tgz
 #
@@ -34,12 +37,15 @@ L=/tmp/dv_l # logs travel back only inside $OUT/logs.tgz (the file count is limi
 B=/tmp/r
 DV_T0=$(date +%s)
 
+# The GPU's name as nvidia-smi gives it (or nvidia-smi's error).
+dv_gpu_name() { nvidia-smi --query-gpu=name --format=csv,noheader 2>&1; }
+
 # dv_only_on NAME: ends the script (status 0, one line) unless the GPU's
 # name contains NAME (e.g. H200), so a call that got another card stops
 # before unpacking anything.
 dv_only_on() {
     local g
-    g=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1)
+    g=$(dv_gpu_name)
     case "$g" in
     *"$1"*) ;;
     *) echo "not an $1: $g"; exit 0 ;;
@@ -49,9 +55,11 @@ dv_only_on() {
 # Seconds since dv_init, as "t=Ns".
 dv_t() { echo "t=$(($(date +%s) - DV_T0))s"; }
 
-# Log dir, the GPU's name and UUID, the pack unpacked into $B.
+# Log dir, the GPU's name and UUID ($L/gpu.txt; the name also in DV_GPU),
+# the pack unpacked into $B.
 dv_init() {
     mkdir -p "$L" "$B"
+    DV_GPU=$(dv_gpu_name)
     nvidia-smi --query-gpu=name,uuid --format=csv >"$L/gpu.txt" 2>&1
     if [ -f .devpack/devrun.tar.xz ]; then
         tar xJf .devpack/devrun.tar.xz -C "$B"
@@ -163,6 +171,36 @@ dv_gemv_sms() {
 dv_gb() {
     DOTLM_BENCH_TWIN=1 DOTLM_GEMV_MS=1 timeout 150 "$B/dotlm_gpu_bench" --no-sweep --quick >"$L/gb_$1.log" 2>&1
     echo "gb $1 rc=$? $(grep -m1 'copy D2D' "$L/gb_$1.log" | tr -s ' ')"
+}
+# dv_gb_caps CAP...: dv_gb with no cap (dflt), then with each cap on both
+# M = 1 GEMVs (occ=CAP,i8occ=CAP: occCAP), then dv_gb_table of them all.
+dv_gb_caps() {
+    local c names=dflt
+    dv_gb dflt
+    for c in "$@"; do
+        DOTLM_GEMV=default,occ=$c,i8occ=$c dv_gb "occ$c"
+        names="$names occ$c"
+    done
+    dv_gb_table $names
+}
+# dv_occ_rounds LABEL SUFFIX: two interleaved rounds of dv_decode at its
+# default on /dev/shm/m_fp8-blockSUFFIX and m_int8SUFFIX, each with no cap
+# and with a cap of 6 (occ=6 for fp8, i8occ=6 for W8A8); every line
+# starts with LABEL.
+dv_occ_rounds() {
+    local label=$1 sfx=$2 r
+    for r in 1 2; do
+        echo -n "$label"; dv_decode "fp8-block$sfx"
+        echo -n "$label"; DOTLM_GEMV=default,occ=6 dv_decode "fp8-block$sfx"
+        echo -n "$label"; dv_decode "int8$sfx"
+        echo -n "$label"; DOTLM_GEMV=default,i8occ=6 dv_decode "int8$sfx"
+    done
+}
+# The device-to-device copy bandwidth, one line: dotlm_gpu_bench prints it
+# first and the rest is cut off after 25 s ($L/peaks.log).
+dv_copy_bw() {
+    timeout 25 stdbuf -oL "$B/dotlm_gpu_bench" --no-sweep --quick >"$L/peaks.log" 2>&1
+    grep -m1 "copy D2D" "$L/peaks.log"
 }
 dv_gb_table() {
     local f
