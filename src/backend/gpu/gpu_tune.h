@@ -93,7 +93,9 @@
  *                    more, nor for larger grids). A grid capped below what
  *                    fits leaves slots that the next kernel's early (PDL)
  *                    blocks fill evenly (H100: the GEMV alone +1 to +10
- *                    points at 6; fp8 decode -1.1% with every GEMV capped).
+ *                    points at 6; fp8 decode -1.1% with every GEMV capped;
+ *                    H200: +16 on 5120x17408, 0 on 17408x5120, decode
+ *                    unchanged).
  *                    The backend's cuda.gemv_occ gates it and counts the
  *                    padded launches (docs/gpu_backend.md, "Occupancy caps")
  *   i8occ=0|2..7     the same for the W8A8 register GEMV at M = 1
