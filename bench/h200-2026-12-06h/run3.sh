@@ -12,8 +12,8 @@ case "$DV_GPU" in
 *H200*) dv_gb_caps 6 ;;
 esac
 dv_models_wait
-echo -n "14b "; DOTLM_GEMV=default,occ=6 dv_decode fp8-block_14b --prompt-len 512 --gen 64 --stats
-echo -n "14b "; DOTLM_GEMV=default,i8occ=6 dv_decode int8_14b --prompt-len 512 --gen 64 --stats
+echo -n "14b "; DOTLM_GEMV=default,occ=6 dv_decode fp8-block_14b
+echo -n "14b "; DOTLM_GEMV=default,i8occ=6 dv_decode int8_14b
 grep -h -E "gemv_occ|gemv_ring " $L/dec_*.log
 dv_t
 dv_finish

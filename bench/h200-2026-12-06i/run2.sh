@@ -29,20 +29,20 @@ gbv ks4 "$V4" DOTLM_GEMV_FP8KS4N=20000
 [ "${DV_ROUNDS:-1}" -ge 2 ] && { gbv r2 "$V"; gbv ks4b "$V4" DOTLM_GEMV_FP8KS4N=20000; }
 echo "== fp8 M=1 early %copy, each run (r1/r2 or ks4/ks4b); (late,graph) of the first"
 python3 - "$L" <<'PY'
-import re, sys
-R = re.compile(r"^fp8 block\s+(\d+x\d+)\s+1\s+\S+\s+\S+\s+\S+\s+([\d.]+)%\s+([\d.]+)%\s+\S+\s+([\d.]+)%\s+\S+\s+(\S+)")
+import sys
+sys.path.insert(0, "bench/lib")
+from sms_table import parse  # the bench's M = 1 rows, one tuple each
 shapes = ["5120x17408", "17408x5120", "6144x5120"]
 for tag, runs in (("", ("r1", "r2")), ("ks4 ", ("ks4", "ks4b"))):
     t = {}
     for r in runs:
         try:
-            lines = open(f"{sys.argv[1]}/gbv_{r}.log", errors="replace").readlines()
+            rows = parse(f"{sys.argv[1]}/gbv_{r}.log")[1]
         except OSError:
             continue
-        for line in lines:
-            m = R.match(line)
-            if m:
-                t.setdefault(m.group(5), {}).setdefault(m.group(1), []).append(m.group(2, 3, 4))
+        for fmt, shp, _gbs, _pct, _kgbs, kpct, late, _plain, graph, _kern, var in rows:
+            if fmt == "fp8 block":
+                t.setdefault(var, {}).setdefault(shp, []).append((kpct, late, graph))
     for v, d in t.items():
         cells = []
         for s in shapes:
