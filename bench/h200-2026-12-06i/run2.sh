@@ -16,6 +16,7 @@ V="$V;default,xpf=1;default,xpf=1,occ=5;default,xpf=1,occ=6;default,xpf=1,occ=7"
 V="$V;default,ring=2;default,ring=2,occ=6;default,ring=2,occ=7;default,xpf=0,occ=6"
 V="$V;default,wpb=8;default,wpb=8,occ=2;default,wpb=8,occ=3;default,r1=1;default,r1=1,occ=7"
 V="$V;default,r1=2;default,r1=2,occ=6;default,r1=2,occ=7;default,fp8=hf;default,fp8=hf,occ=6"
+KS4N=20000 # DOTLM_GEMV_FP8KS4N for the ks4 runs: every shape here splits K over 4 warps
 V4="default;default,occ=5;default,occ=6;default,occ=7;default,r1=2;default,r1=2,occ=7;default,xpf=1,occ=6"
 gbv() { # gbv NAME VARIANTS [env...]
   local n=$1 v=$2
@@ -27,8 +28,8 @@ gbv() { # gbv NAME VARIANTS [env...]
   dv_t
 }
 gbv r1 "$V"
-gbv ks4 "$V4" DOTLM_GEMV_FP8KS4N=20000
-[ "${DV_ROUNDS:-1}" -ge 2 ] && { gbv r2 "$V"; gbv ks4b "$V4" DOTLM_GEMV_FP8KS4N=20000; }
+gbv ks4 "$V4" DOTLM_GEMV_FP8KS4N=$KS4N
+[ "${DV_ROUNDS:-1}" -ge 2 ] && { gbv r2 "$V"; gbv ks4b "$V4" DOTLM_GEMV_FP8KS4N=$KS4N; }
 echo "== fp8 M=1 early %copy, each run (r1/r2 or ks4/ks4b); (late,graph) of the first"
 python3 - "$L" <<'PY'
 import sys
@@ -63,13 +64,11 @@ PY
 read -r bv bks <"$L/best.txt" || true
 if [ -n "${bv:-}" ]; then
   dv_models_wait
-  for r in 1 2; do
+  echo "decode: default against $bv${bks:+ with DOTLM_GEMV_FP8KS4N=$KS4N}"
+  for _ in 1 2; do
     dv_decode fp8-block
-    if [ "${bks:-}" = ks4 ]; then
-      DOTLM_GEMV=$bv DOTLM_GEMV_FP8KS4N=20000 dv_decode fp8-block
-    else
-      DOTLM_GEMV=$bv dv_decode fp8-block
-    fi
+    # (DOTLM_GEMV_FP8KS4N=0, the engine's default, splits nothing over 4 warps)
+    DOTLM_GEMV=$bv DOTLM_GEMV_FP8KS4N=$([ "${bks:-}" = ks4 ] && echo "$KS4N" || echo 0) dv_decode fp8-block
   done
   dv_t
 fi
