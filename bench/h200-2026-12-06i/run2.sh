@@ -24,7 +24,7 @@ gbv() { # gbv NAME VARIANTS [env...]
   env "$@" DOTLM_BENCH_TWIN=1 DOTLM_GEMV_MS=1 DOTLM_GEMV_VARIANTS="$v" \
     timeout 200 "$B/dotlm_gpu_bench" --no-sweep --quick >"$L/gbv_$n.log" 2>&1
   echo "$n rc=$? $(grep -m1 'copy D2D' "$L/gbv_$n.log" | tr -s ' ')"
-  tar czf "$OUT/logs.tgz" -C "$L" . # (what a call cut short still brings back)
+  dv_pack
   dv_t
 }
 gbv r1 "$V"

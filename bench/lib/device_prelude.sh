@@ -19,6 +19,7 @@
 #   dv_occ_rounds "14b " _14b    # decode with and without the caps, 2 rounds
 #   dv_copy_bw                   # the copy bandwidth alone (one line)
 #   dv_serve_loadgen fp8 /dev/shm/m_fp8-block --concurrency 1,4 --duration 4
+#   dv_pack                      # tars $L into $OUT/logs.tgz now
 #   dv_finish                    # waits, tars $L into $OUT/logs.tgz
 #
 # Every function writes its full output under $L and echoes one summary line,
@@ -252,10 +253,14 @@ dv_clocks_table() {
     python3 bench/lib/smi_phases.py "$L/smi.csv" "$L/marks.txt" | tee "$L/clocks_table.txt"
 }
 
+# Pack $L into $OUT/logs.tgz now (a script calling it after each step still
+# brings back what finished when the device time cuts the call short).
+dv_pack() { tar czf "$OUT/logs.tgz" -C "$L" .; }
+
 # Wait for the background jobs, then pack $L into $OUT/logs.tgz.
 dv_finish() {
     wait
     [ -f "$L/gate.log" ] && tail -2 "$L/gate.log"
-    tar czf "$OUT/logs.tgz" -C "$L" .
+    dv_pack
     dv_t
 }
