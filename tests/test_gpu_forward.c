@@ -391,13 +391,13 @@ static void sm_partition(uint64_t *rs) {
         }
         CHECKF(b != NULL, "DOTLM_GPU_SMS pass %d: %s", pass, dl_errmsg());
         if (!b) break;
-        /* "default" picks i8xp by the bandwidth per SM in use: 16 SMs get
-         * about n / 16 times the whole device's */
+        /* "default" picks i8xp and the fp8 ring's occ by the bandwidth per
+         * SM in use: 16 SMs get about n / 16 times the whole device's */
         const double bw = gk_gemv_bw_per_sm();
         CHECKF(gk_gemv_tune("default") == 0, "default GEMV settings refused");
-        char cfg[256], want[16];
+        char cfg[256], want[32];
         gk_gemv_tune_str(cfg, sizeof cfg);
-        snprintf(want, sizeof want, "i8xp=%d", bw >= 32.0 ? 1 : 0);
+        snprintf(want, sizeof want, "i8xp=%d,occ=%d,", bw >= 32.0 ? 1 : 0, bw >= 32.0 ? 6 : 0);
         CHECKF(strstr(cfg, want) != NULL, "%.1f GB/s per SM but the default settings are %s", bw, cfg);
         if (pass) {
             const int n = gpurt_sm_count();

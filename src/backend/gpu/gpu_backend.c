@@ -126,9 +126,10 @@ static kreg_kernel K_RPF =
                                      "85 registers; xpf=2, the default: one set, reloaded as it is used up; the same "
                                      "bits); off: each chunk's inputs loaded as it starts");
 static kreg_kernel K_OCC =
-    KREG_KERNEL(KN("gemv_occ"), "M = 1 GEMV launches (fp8 ring: DOTLM_GEMV=occ=N; W8A8: i8occ=N) whose blocks per "
-                                "SM are capped at N by padded shared memory, so a PDL successor's early blocks "
-                                "spread evenly (the same bits); off: no cap");
+    KREG_KERNEL(KN("gemv_occ"), "M = 1 GEMV launches (fp8 ring: DOTLM_GEMV=occ=N, 6 by default on devices with "
+                                ">= 32 GB/s of memory bandwidth per SM; W8A8: i8occ=N) whose blocks per SM are "
+                                "capped at N by padded shared memory, so a PDL successor's early blocks spread "
+                                "evenly (the same bits); off: no cap");
 static kreg_kernel K_PINNED =
     KREG_KERNEL(KN("host_pinned"), "device-to-host copies (the logits) into page-locked host buffers of "
                                    "be_host_alloc (one DMA, ~4x faster than pageable memory for a logits "

@@ -8,10 +8,10 @@
  * variants existed: fp8=f32,u=2,na=0,wpb=4,r1=0,rm=0,i8u=2,i8na=0,i8wpb=4,
  * i8r1=0,i8rm=0,loop=0,ring=0,i8ring=0,i8ks=1,xp=0,mlb=0,xpf=0,i8xp=0,occ=0,i8occ=0; "default" is fp8=fold,u=0,
  * na=1,wpb=4,r1=0,rm=0,i8u=0,i8na=1,i8wpb=4,i8r1=2,i8rm=0,loop=0,ring=1,
- * i8ring=0,i8ks=1,xp=1,mlb=3,xpf=2,occ=0,i8occ=0, and i8xp by device: 1 where the
- * memory bandwidth per SM the device's specification gives is >= 32 GB/s
- * (an H200, or an H100 under DOTLM_GPU_SMS=96), else 0 (an H100, gfx906):
- * fastest measured end to end, see the comments at cfg_default). Keys:
+ * i8ring=0,i8ks=1,xp=1,mlb=3,xpf=2,i8occ=0, and i8xp and occ by device: 1 and 6
+ * where the memory bandwidth per SM the device's specification gives is
+ * >= 32 GB/s (an H200, or an H100 under DOTLM_GPU_SMS=96), else 0 and 0
+ * (an H100, gfx906): fastest measured, see the comments at cfg_default). Keys:
  *   fp8=f32|f32s|h2|h2x|fold|hf  fp8 widening (f32 = the original; f32s:
  *                    e4m3 at M <= 2 only; fold: e4m3 at M <= 2, and above
  *                    with na=1; h2x: e4m3, the 2^8 of h2 moved
@@ -87,15 +87,16 @@
  *                    gates 1 and 2
  *   occ=0|2..7       the two-stage fp8 ring (ring=1) at M = 1: a grid of
  *                    at most this many blocks per SM runs with at most
- *                    this many per SM (0, the default: as many as fit), by
+ *                    this many per SM (0: as many as fit; the default is
+ *                    6 on devices of >= 32 GB/s per SM, else 0), by
  *                    padding the launch's dynamic shared memory (CUDA
  *                    only; no padding where registers already allow no
  *                    more, nor for larger grids). A grid capped below what
  *                    fits leaves slots that the next kernel's early (PDL)
  *                    blocks fill evenly (H100: the GEMV alone +1 to +10
  *                    points at 6; fp8 decode -1.1% with every GEMV capped;
- *                    H200: +16 on 5120x17408, 0 on 17408x5120, decode
- *                    unchanged).
+ *                    H200: +16 on 5120x17408, +5 on 6144x5120, 0 on
+ *                    17408x5120, decode unchanged).
  *                    The backend's cuda.gemv_occ gates it and counts the
  *                    padded launches (docs/gpu_backend.md, "Occupancy caps")
  *   i8occ=0|2..7     the same for the W8A8 register GEMV at M = 1

@@ -1385,10 +1385,25 @@ static double dev_bw_per_sm() {
  * against 318.9 over 1024 tokens (-1.2% in bench/h200-2026-12-05e/run2).
  * H100 (~25 GB/s per SM): decode 4.1% slower with it, so 0 there. */
 #define I8_XP_BWSM 32.0
+/* occ by device (FP8_OCC_BWSM, FP8_OCC): the fp8 ring's M = 1 launches
+ * are capped at 6 blocks per SM (dl_occ_pad) where the device gives each
+ * SM >= 32 GB/s, so that a PDL successor's early blocks spread evenly.
+ * H200 (~37 GB/s per SM), 2026-12-06 (bench/h200-2026-12-06i/run1): the
+ * GEMV alone, early chain, 86.8 / 83.6 / 79.0% of the copy bandwidth on
+ * 5120x17408 / 17408x5120 / 6144x5120 against 70.9 / 83.7 / 73.9% with
+ * no cap; Qwen3-8B fp8 decode at 512 339.0 / 338.3 tok/s against 338.8 /
+ * 336.2, Qwen3-14B 208.6 / 208.7 against 208.5 / 208.7. H100 (~25 GB/s
+ * per SM): the GEMV gains as well (92.4 / 91.5 / 89.1% against 82.5 /
+ * 91.5 / 82.6%, bench/h200-2026-12-06h/run1) but decode measured 0-1.1%
+ * slower with it (forty-fifth to forty-eighth sessions), so 0 there. */
+#define FP8_OCC_BWSM 32.0
+#define FP8_OCC 6
 extern "C" double gk_gemv_bw_per_sm(void) { return dev_bw_per_sm(); }
 static void cfg_default(gv_knobs *k) {
     k->c = dl_gemv_cfg{DL_FP8_FOLD, 0, 1, 4, 0, 0, 0, 1, 4, 2, 0, 1, 0, 1, 3, 2, 0, 0, 0};
-    k->c.i8xp = dev_bw_per_sm() >= I8_XP_BWSM ? 1 : 0;
+    const double bwsm = dev_bw_per_sm();
+    k->c.i8xp = bwsm >= I8_XP_BWSM ? 1 : 0;
+    k->c.occ = bwsm >= FP8_OCC_BWSM ? FP8_OCC : 0;
     k->loop = 0;
     k->xp = 1;
 }
