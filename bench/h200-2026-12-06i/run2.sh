@@ -11,13 +11,14 @@
 dv_only_on H200
 dv_init
 dv_models fp8-block
-V="default;default,occ=4;default,occ=5;default,occ=6;default,occ=7"
+# (since the fifty-third session "default" is occ=6 on an H200; occ=0 is the uncapped ring)
+V="default;default,occ=0;default,occ=4;default,occ=5;default,occ=6;default,occ=7"
 V="$V;default,xpf=1;default,xpf=1,occ=5;default,xpf=1,occ=6;default,xpf=1,occ=7"
 V="$V;default,ring=2;default,ring=2,occ=6;default,ring=2,occ=7;default,xpf=0,occ=6"
 V="$V;default,wpb=8;default,wpb=8,occ=2;default,wpb=8,occ=3;default,r1=1;default,r1=1,occ=7"
 V="$V;default,r1=2;default,r1=2,occ=6;default,r1=2,occ=7;default,fp8=hf;default,fp8=hf,occ=6"
 KS4N=20000 # DOTLM_GEMV_FP8KS4N for the ks4 runs: every shape here splits K over 4 warps
-V4="default;default,occ=5;default,occ=6;default,occ=7;default,r1=2;default,r1=2,occ=7;default,xpf=1,occ=6"
+V4="default;default,occ=0;default,occ=5;default,occ=6;default,occ=7;default,r1=2;default,r1=2,occ=7;default,xpf=1,occ=6"
 gbv() { # gbv NAME VARIANTS [env...]
   local n=$1 v=$2
   shift 2

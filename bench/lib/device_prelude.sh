@@ -173,11 +173,13 @@ dv_gb() {
     DOTLM_BENCH_TWIN=1 DOTLM_GEMV_MS=1 timeout 150 "$B/dotlm_gpu_bench" --no-sweep --quick >"$L/gb_$1.log" 2>&1
     echo "gb $1 rc=$? $(grep -m1 'copy D2D' "$L/gb_$1.log" | tr -s ' ')"
 }
-# dv_gb_caps CAP...: dv_gb with no cap (dflt), then with each cap on both
-# M = 1 GEMVs (occ=CAP,i8occ=CAP: occCAP), then dv_gb_table of them all.
+# dv_gb_caps CAP...: dv_gb with no cap (occ=0,i8occ=0: dflt; before the
+# fifty-third session that was the default everywhere, now the fp8 cap is
+# 6 by default on an H200), then with each cap on both M = 1 GEMVs
+# (occ=CAP,i8occ=CAP: occCAP), then dv_gb_table of them all.
 dv_gb_caps() {
     local c names=dflt
-    dv_gb dflt
+    DOTLM_GEMV=default,occ=0,i8occ=0 dv_gb dflt
     for c in "$@"; do
         DOTLM_GEMV=default,occ=$c,i8occ=$c dv_gb "occ$c"
         names="$names occ$c"
@@ -186,14 +188,14 @@ dv_gb_caps() {
 }
 # dv_occ_rounds LABEL SUFFIX: two interleaved rounds of dv_decode at its
 # default on /dev/shm/m_fp8-blockSUFFIX and m_int8SUFFIX, each with no cap
-# and with a cap of 6 (occ=6 for fp8, i8occ=6 for W8A8); every line
-# starts with LABEL.
+# (occ=0 / i8occ=0 named: the fp8 default is 6 on an H200) and with a cap
+# of 6 (occ=6 for fp8, i8occ=6 for W8A8); every line starts with LABEL.
 dv_occ_rounds() {
     local label=$1 sfx=$2 r
     for r in 1 2; do
-        echo -n "$label"; dv_decode "fp8-block$sfx"
+        echo -n "$label"; DOTLM_GEMV=default,occ=0 dv_decode "fp8-block$sfx"
         echo -n "$label"; DOTLM_GEMV=default,occ=6 dv_decode "fp8-block$sfx"
-        echo -n "$label"; dv_decode "int8$sfx"
+        echo -n "$label"; DOTLM_GEMV=default,i8occ=0 dv_decode "int8$sfx"
         echo -n "$label"; DOTLM_GEMV=default,i8occ=6 dv_decode "int8$sfx"
     done
 }
