@@ -419,6 +419,7 @@ static void sm_partition(uint64_t *rs) {
             float *o = malloc(cap * 4);
             size_t n = 0;
             kreg_reset_switches();
+            const unsigned long long occ0 = gk_gemv_occ_launches() + gk_gemv_occ_left_launches();
             if (pass && d == 1) {
                 thread_run t = {.m = m, .toks = toks, .out = o, .n = 0, .rc = -1};
                 pthread_t th;
@@ -428,6 +429,12 @@ static void sm_partition(uint64_t *rs) {
             } else {
                 CHECKF(o && run_all(m, toks, o, &n) == 0, "%s (SM pass %d): %s", dirs[d], pass, dl_errmsg());
             }
+            /* the fp8 fixture's M = 1 ring launches (grids far below 6 per
+             * SM) took the default cap where it is 6, and none where it is 0 */
+            const unsigned long long occn = gk_gemv_occ_launches() + gk_gemv_occ_left_launches() - occ0;
+            if (d == 0)
+                CHECKF((occn > 0) == (bw >= 32.0 && gk_gemv_occ_supported() != 0),
+                       "%s: %llu capped M = 1 launches at %.1f GB/s per SM (default %s)", dirs[d], occn, bw, want);
             if (!pass) {
                 ref[d] = o, nref[d] = n;
             } else {
