@@ -17,9 +17,4 @@ grep -m3 FAIL "$L/test_gpu_gemv_multi.log"
 dv_gb dflt
 DOTLM_GEMV=default,occ=0 dv_gb occ0
 dv_gb_table dflt occ0
-dv_pack
-dv_t
-case "$DV_GPU" in
-*H200*) bash bench/h200-2026-12-06i/run2.sh ;; # its own dv_init and dv_finish; the same $L
-*) dv_finish ;;
-esac
+dv_h200_then bench/h200-2026-12-06i/run2.sh

@@ -9,9 +9,4 @@ echo "gpu: $DV_GPU"
 timeout 200 "$B/test_gpu_forward" >"$L/test_gpu_forward.log" 2>&1
 echo "test_gpu_forward rc=$? $(tail -1 "$L/test_gpu_forward.log")"
 grep -m3 -E "FAIL|^DOTLM_GPU_SMS=16" "$L/test_gpu_forward.log"
-dv_pack
-dv_t
-case "$DV_GPU" in
-*H200*) bash bench/h200-2026-12-06i/run2.sh ;; # its own dv_init and dv_finish; the same $L
-*) dv_finish ;;
-esac
+dv_h200_then bench/h200-2026-12-06i/run2.sh

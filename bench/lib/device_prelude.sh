@@ -21,6 +21,7 @@
 #   dv_serve_loadgen fp8 /dev/shm/m_fp8-block --concurrency 1,4 --duration 4
 #   dv_pack                      # tars $L into $OUT/logs.tgz now
 #   dv_finish                    # waits, tars $L into $OUT/logs.tgz
+#   dv_h200_then bench/<s>/run2.sh   # or: on an H200 go on with that script
 #
 # Every function writes its full output under $L and echoes one summary line,
 # so the call's output tail is a short table.
@@ -265,4 +266,16 @@ dv_finish() {
     [ -f "$L/gate.log" ] && tail -2 "$L/gate.log"
     dv_pack
     dv_t
+}
+
+# dv_h200_then SCRIPT: pack what ran so far, then on an H200 go on with
+# SCRIPT (which does its own dv_init and dv_finish on the same $L); on any
+# other card finish here.
+dv_h200_then() {
+    dv_pack
+    dv_t
+    case "$DV_GPU" in
+    *H200*) bash "$1" ;;
+    *) dv_finish ;;
+    esac
 }
