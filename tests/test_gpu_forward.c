@@ -366,6 +366,13 @@ static void *thread_run_main(void *arg) {
  * the int8 one from a second thread (which must bind the partition
  * itself: gpurt_bind).
  * Runs last: the partition's context stays current for the process. */
+#if defined(DOTLM_CUDA)
+/* M = 1 launches so far that asked for a block cap (knob occ / i8occ):
+ * padded (cuda.gemv_occ's dispatches) or left unpadded because the grid or
+ * the registers already held them to it */
+static unsigned long long occ_asked(void) { return gk_gemv_occ_launches() + gk_gemv_occ_left_launches(); }
+#endif
+
 static void sm_partition(uint64_t *rs) {
 #if defined(DOTLM_CUDA)
     const char *bad[] = {"x12", "0", "-4", "16x", "99999"};
@@ -423,7 +430,7 @@ static void sm_partition(uint64_t *rs) {
             float *o = malloc(cap * 4);
             size_t n = 0;
             kreg_reset_switches();
-            const unsigned long long occ0 = gk_gemv_occ_launches() + gk_gemv_occ_left_launches();
+            const unsigned long long occ0 = occ_asked();
             if (pass && d == 1) {
                 thread_run t = {.m = m, .toks = toks, .out = o, .n = 0, .rc = -1};
                 pthread_t th;
@@ -433,9 +440,9 @@ static void sm_partition(uint64_t *rs) {
             } else {
                 CHECKF(o && run_all(m, toks, o, &n) == 0, "%s (SM pass %d): %s", dirs[d], pass, dl_errmsg());
             }
-            /* the fp8 fixture's M = 1 ring launches (grids far below 6 per
-             * SM) took the default cap where it is 6, and none where it is 0 */
-            const unsigned long long occn = gk_gemv_occ_launches() + gk_gemv_occ_left_launches() - occ0;
+            /* the fp8 fixture's M = 1 ring launches asked for the default
+             * cap where it is 6, and none did where it is 0 */
+            const unsigned long long occn = occ_asked() - occ0;
             if (d == 0)
                 CHECKF((occn > 0) == (wide && gk_gemv_occ_supported() != 0),
                        "%s: %llu capped M = 1 launches at %.1f GB/s per SM (default %s)", dirs[d], occn, bw, want);
