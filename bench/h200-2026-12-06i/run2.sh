@@ -10,7 +10,10 @@
 . bench/lib/device_prelude.sh
 dv_only_on H200
 dv_init
-dv_models fp8-block
+# DV_SWEEP_ONLY=1 (a short call, e.g. bench/h200-2026-12-07/run4.sh): the
+# first round of the sweep and its table only; no checkpoints, no K split
+# over 4 warps, no decode.
+[ "${DV_SWEEP_ONLY:-0}" = 1 ] || dv_models fp8-block
 # (since the fifty-third session "default" is occ=6 on an H200; occ=0 is the uncapped ring)
 V="default;default,occ=0;default,occ=4;default,occ=5;default,occ=6;default,occ=7"
 V="$V;default,xpf=1;default,xpf=1,occ=5;default,xpf=1,occ=6;default,xpf=1,occ=7"
@@ -29,7 +32,7 @@ gbv() { # gbv NAME VARIANTS [env...]
   dv_t
 }
 gbv r1 "$V"
-gbv ks4 "$V4" DOTLM_GEMV_FP8KS4N=$KS4N
+[ "${DV_SWEEP_ONLY:-0}" = 1 ] || gbv ks4 "$V4" DOTLM_GEMV_FP8KS4N=$KS4N
 [ "${DV_ROUNDS:-1}" -ge 2 ] && { gbv r2 "$V"; gbv ks4b "$V4" DOTLM_GEMV_FP8KS4N=$KS4N; }
 echo "== fp8 M=1 early %copy, each run (r1/r2 or ks4/ks4b); (late,graph) of the first"
 python3 - "$L" <<'PY'
@@ -63,7 +66,7 @@ PY
 # Decode (Qwen3-8B fp8 at 512, two interleaved rounds): the default against
 # the variant whose worst shape was best above, with its K split if it had one.
 read -r bv bks <"$L/best.txt" || true
-if [ -n "${bv:-}" ]; then
+if [ -n "${bv:-}" ] && [ "${DV_SWEEP_ONLY:-0}" != 1 ]; then
   dv_models_wait
   echo "decode: default against $bv${bks:+ with DOTLM_GEMV_FP8KS4N=$KS4N}"
   for _ in 1 2; do
