@@ -445,7 +445,7 @@ static void sm_partition(uint64_t *rs) {
             const unsigned long long occn = occ_asked() - occ0;
             if (d == 0)
                 CHECKF((occn > 0) == (wide && gk_gemv_occ_supported() != 0),
-                       "%s: %llu capped M = 1 launches at %.1f GB/s per SM (default %s)", dirs[d], occn, bw, want);
+                       "%s: %llu M = 1 launches asked for a cap at %.1f GB/s per SM (default %s)", dirs[d], occn, bw, want);
             if (!pass) {
                 ref[d] = o, nref[d] = n;
             } else {

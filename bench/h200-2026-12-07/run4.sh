@@ -10,8 +10,7 @@
 dv_only_on H200
 dv_init
 echo "gpu: $DV_GPU"
-timeout 120 "$B/test_gpu_forward" >"$L/test_gpu_forward.log" 2>&1
-echo "test_gpu_forward rc=$? $(tail -1 "$L/test_gpu_forward.log")"
+dv_test test_gpu_forward
 grep -m3 -E "FAIL|^DOTLM_GPU_SMS=16" "$L/test_gpu_forward.log"
 dv_gb dflt
 DOTLM_GEMV=default,occ=0 dv_gb occ0

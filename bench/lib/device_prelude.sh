@@ -9,6 +9,7 @@
 #   dv_models fp8-block int8     # Qwen3-8B-shaped models in /dev/shm (background)
 #   dv_models --preset qwen3-14b int8   # /dev/shm/m_int8_14b
 #   dv_gate                      # SASS opcode gate on $B/dotlm (background)
+#   dv_test NAME                 # one GPU unit test of the pack, one line
 #   dv_tests                     # every GPU unit test + fixtures on cuda
 #   dv_models_wait
 #   dv_decode int8 --prompt-len 512 --gen 64
@@ -112,13 +113,18 @@ dv_gate() {
         echo "gate rc=$?" >>"$L/gate.log") &
 }
 
+# dv_test NAME: one GPU unit test of the pack (log $L/NAME.log), one line.
+dv_test() {
+    [ -x "$B/$1" ] || { echo "$1: not in the pack"; return; }
+    timeout 200 "$B/$1" >"$L/$1.log" 2>&1
+    echo "$1 rc=$? $(tail -1 "$L/$1.log")"
+}
+
 # The GPU unit tests and the fixtures on --backend cuda, one line each.
 dv_tests() {
     local t
     for t in test_gpu_gemv_multi test_gpu_ops test_gpu_forward test_gpu_gdn; do
-        [ -x "$B/$t" ] || { echo "$t: not in the pack"; continue; }
-        timeout 200 "$B/$t" >"$L/$t.log" 2>&1
-        echo "$t rc=$? $(tail -1 "$L/$t.log")"
+        dv_test "$t"
     done
     DOTLM_BIN=$B/dotlm DOTLM_BACKEND=cuda timeout 150 python3 tests/py/test_fixtures.py >"$L/fixtures.log" 2>&1
     echo "fixtures rc=$? $(tail -1 "$L/fixtures.log")"
