@@ -12,7 +12,7 @@
 dv_init
 echo "gpu: $DV_GPU"
 dv_tests
-grep -m3 -E "FAIL|^DOTLM_GPU_SMS=16" "$L/test_gpu_forward.log"
+dv_forward_lines
 grep -m3 FAIL "$L/test_gpu_gemv_multi.log"
 dv_gb dflt
 DOTLM_GEMV=default,occ=0 dv_gb occ0

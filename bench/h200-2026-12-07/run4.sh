@@ -11,7 +11,7 @@ dv_only_on H200
 dv_init
 echo "gpu: $DV_GPU"
 dv_test test_gpu_forward
-grep -m3 -E "FAIL|^DOTLM_GPU_SMS=16" "$L/test_gpu_forward.log"
+dv_forward_lines
 dv_gb dflt
 DOTLM_GEMV=default,occ=0 dv_gb occ0
 dv_gb_table dflt occ0

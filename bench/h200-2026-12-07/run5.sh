@@ -6,14 +6,15 @@
 # on the whole device and on a 16-SM partition. An H100 cannot rank the
 # H200's knobs, so it runs nothing else. `run5.sh short` takes run4.sh
 # (no decode; ~300 s) on an H200 instead, for a call with little time left.
-if nvidia-smi -L | grep -q H200; then
-    [ "${1:-}" = short ] && exec bash bench/h200-2026-12-07/run4.sh
-    exec bash bench/h200-2026-12-07/run1.sh
-fi
 . bench/lib/device_prelude.sh
+case "$(dv_gpu_name)" in
+*H200*)
+    [ "${1:-}" = short ] && exec bash bench/h200-2026-12-07/run4.sh
+    exec bash bench/h200-2026-12-07/run1.sh ;;
+esac
 dv_init
 echo "gpu: $DV_GPU (not an H200: test_gpu_forward only)"
 dv_test test_gpu_forward
-grep -m3 -E "FAIL|^DOTLM_GPU_SMS=16" "$L/test_gpu_forward.log"
+dv_forward_lines
 dv_pack
 dv_t

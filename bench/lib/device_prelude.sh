@@ -11,6 +11,7 @@
 #   dv_gate                      # SASS opcode gate on $B/dotlm (background)
 #   dv_test NAME                 # one GPU unit test of the pack, one line
 #   dv_tests                     # every GPU unit test + fixtures on cuda
+#   dv_forward_lines             # test_gpu_forward's failures, 16-SM line
 #   dv_models_wait
 #   dv_decode int8 --prompt-len 512 --gen 64
 #   dv_decode_rounds "14b " 2 fp8-block_14b int8_14b   # 2 rounds at 512, then 4096
@@ -119,6 +120,10 @@ dv_test() {
     timeout 200 "$B/$1" >"$L/$1.log" 2>&1
     echo "$1 rc=$? $(tail -1 "$L/$1.log")"
 }
+
+# After test_gpu_forward ran (dv_test or dv_tests): its first failures and
+# the line of its 16-SM partition pass (the occ rule by bandwidth per SM).
+dv_forward_lines() { grep -m3 -E "FAIL|^DOTLM_GPU_SMS=16" "$L/test_gpu_forward.log"; }
 
 # The GPU unit tests and the fixtures on --backend cuda, one line each.
 dv_tests() {
